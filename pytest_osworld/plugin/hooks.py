@@ -21,7 +21,15 @@ from pytest_osworld.errors import OsworldError, SettingsError
 from pytest_osworld.models.secrets import EndpointUrl
 from pytest_osworld.plugin import resume
 from pytest_osworld.plugin.items import TaskFile, TaskItem, is_task_input, names_task_inputs
-from pytest_osworld.plugin.run import OsworldRun, get_run, given_paths, new_run_id, register_domain_marker, start_run
+from pytest_osworld.plugin.run import (
+    OsworldRun,
+    get_run,
+    given_paths,
+    new_run_id,
+    register_domain_marker,
+    runs_no_test,
+    start_run,
+)
 from pytest_osworld.plugin.sandbox import describe_sandboxes
 from pytest_osworld.plugin.v2 import V2TaskFile, V2TaskItem, is_v2_input
 from pytest_osworld.plugin.v2 import skip_reason as v2_skip_reason
@@ -113,7 +121,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """After ``-k``/``-m`` have deselected: skip what cannot run here, keep this shard's share."""
     run = get_run(config)
     if (
@@ -126,7 +134,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             run.check_agent(endpoint=False)  # names the runners to choose from
         except OsworldError as exc:
             raise pytest.UsageError(str(exc)) from None
-    _skip_unsupported(config, run, items)
+    _skip_unsupported(session, run, items)
     shard = run.settings.shard
     if shard is None:
         return
@@ -141,13 +149,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
 
 
-def _skip_unsupported(config: pytest.Config, run: OsworldRun, items: list[pytest.Item]) -> None:
+def _skip_unsupported(session: pytest.Session, run: OsworldRun, items: list[pytest.Item]) -> None:
     """A task whose steps, getters, metrics or credentials this engine lacks, or whose apps or commands
     the chosen sandbox lacks (marked ``unrunnable``), is skipped, never scored (nor masked every time for
     a reason known in advance); so is a V2 task this version cannot run."""
     tasks = [item for item in items if isinstance(item, TaskItem)]
     skips = {item.run_key: engine_skip(item.entry.task, run.settings) for item in tasks}
-    provides = _run_provides(config, run) if any(skip is None for skip in skips.values()) else None
+    # What the sandbox provides is read from its engine, not for a session that runs no test
+    # (--collect-only lists tasks without an engine, and a bad task file is said at once).
+    wanted = not runs_no_test(session) and any(skip is None for skip in skips.values())
+    provides = _run_provides(session.config, run) if wanted else None
     for item in tasks:
         skip = skips[item.run_key]
         if skip is None and provides is not None:
@@ -161,10 +172,9 @@ def _skip_unsupported(config: pytest.Config, run: OsworldRun, items: list[pytest
             v2_item.add_marker(pytest.mark.skip(reason=reason))
 
 
-def _run_provides(config: pytest.Config, run: OsworldRun, *, build: bool | None = None) -> Provides:
+def _run_provides(config: pytest.Config, run: OsworldRun, *, build: bool = True) -> Provides:
     """What the chosen sandbox provides, its desktop image built first when missing or stale (the
-    session's routine, with its progress; not under --collect-only); an unknown answer is said."""
-    build = not config.option.collectonly if build is None else build
+    session's routine, with its progress); an unknown answer is said."""
     try:
         found = sandbox_provides(run.settings, build=build, progress=lambda line: _say(config, line))
     except SandboxConfigError as exc:  # the session's check stops the run with it before any task starts
@@ -188,6 +198,7 @@ def _say(config: pytest.Config, line: str) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The manifest's start: the selection is final (the shard and resume have chosen)."""
     run = get_run(session.config)
+    run.runs_tests = not runs_no_test(session)
     if session.config.option.collectonly or not run.writes_run_files or not (run.entries or run.v2_tasks):
         return
     if resume.refused(session.config):  # pytest calls this hook even after a usage error in selection

@@ -47,6 +47,8 @@ class OsworldRun:
     v2_sources: list[Path] = field(default_factory=list)
     v2_hashes: dict[str, str] = field(default_factory=dict)  # task file name -> SHA-256 as collected
     v2_pins: TaskPins | None = None
+    # False once collection has ended in a way that runs no test (--collect-only, collection errors)
+    runs_tests: bool = True
 
     @property
     def run_dir(self) -> Path:
@@ -156,3 +158,12 @@ def register_domain_marker(config: pytest.Config, domain: str) -> None:
     if domain not in known:
         known.add(domain)
         config.addinivalue_line("markers", f"{domain}: {domain_marker_help(domain)}")
+
+
+def runs_no_test(session: pytest.Session) -> bool:
+    """Whether the session lists its tests without running any: ``--collect-only``, or a collection
+    error that stops the run before its first test (then nothing only a run needs, such as the engine's
+    answers or an image build, is worth waiting for)."""
+    config = session.config
+    stopped = bool(session.testsfailed) and not config.option.continue_on_collection_errors
+    return bool(config.option.collectonly) or stopped

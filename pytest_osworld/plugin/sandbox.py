@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_osworld.plugin.items import TaskItem, names_task_inputs
-from pytest_osworld.plugin.run import get_run, given_paths
+from pytest_osworld.plugin.run import get_run, given_paths, runs_no_test
 from pytest_osworld.sandbox import (
     Owner,
     Sandbox,
@@ -162,7 +162,7 @@ def _has_task_inputs(config: pytest.Config) -> bool:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
-    if _is_worker(config) or _is_controller(config) or config.option.collectonly:
+    if _is_worker(config) or _is_controller(config) or runs_no_test(session):
         return
     if _needs_sandbox(session.items):
         _check_and_report(config)

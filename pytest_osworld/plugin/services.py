@@ -115,9 +115,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = config.stash.get(_STATE, None)
     if state is None or _is_worker(config):
         return
-    if not (state.used or session.exitstatus == pytest.ExitCode.INTERRUPTED):
-        return
     run = get_run(config)
+    # Interrupted: an xdist worker (or a test cut short) may have started them; not when the run
+    # stopped at collection, before any test.
+    if not (state.used or (session.exitstatus == pytest.ExitCode.INTERRUPTED and run.runs_tests)):
+        return
     try:
         pool = host_pool(run.settings)
     except SandboxConfigError:

@@ -16,6 +16,9 @@ import pytest
 from tests.episode.runs import BUNDLED, bundled_task, run_tasks, scripted_pyautogui
 from tests.support.model_server import ModelServer, RecordedRequest, Reply, Status, solution_answers
 
+pytestmark = pytest.mark.docker
+
+
 # Every bundled task (id -> domain); the model answers each by the task's own instruction.
 TASKS = {task["id"]: task["domain"] for task in map(json.loads, BUNDLED.read_text().splitlines())}
 

@@ -8,6 +8,8 @@ import pytest
 
 from tests.episode.runs import BUNDLED, run_tasks
 
+pytestmark = pytest.mark.docker
+
 
 def test_oracle_passes_every_bundled_task(pytester: pytest.Pytester) -> None:
     count = len(BUNDLED.read_text().splitlines())

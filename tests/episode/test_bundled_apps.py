@@ -29,6 +29,7 @@ def test_every_app_domain_has_two_tasks_and_one_combines_apps() -> None:
     assert "http" not in json.dumps([t["config"] for t in tasks])
 
 
+@pytest.mark.docker
 def test_oracle_passes_every_app_task(pytester: pytest.Pytester) -> None:
     count = len(_tasks())
     run = run_tasks(pytester, APPS, "-n", "2", "--osworld-agent", "oracle")
@@ -40,6 +41,7 @@ def test_oracle_passes_every_app_task(pytester: pytest.Pytester) -> None:
     assert run.result.ret == 0
 
 
+@pytest.mark.docker
 def test_null_control_scores_zero_on_every_app_task(pytester: pytest.Pytester) -> None:
     count = len(_tasks())
     run = run_tasks(pytester, APPS, "-n", "2", "--osworld-agent", "null")

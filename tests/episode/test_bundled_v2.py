@@ -12,6 +12,9 @@ from tests.episode.runs import run_tasks
 from tests.support.model_server import ModelServer, RecordedRequest, Reply, Status
 from tests.support.paths import REPO
 
+pytestmark = pytest.mark.docker
+
+
 TASKS = REPO / "tasks"
 SPLIT = TASKS / "test_v2.json"
 IDS = json.loads(SPLIT.read_text())["tasks"]

@@ -18,6 +18,7 @@ from tests.support.model_server import ModelServer, solution_answers
 TASK = "os-rename-report"
 
 
+@pytest.mark.docker
 def test_compat_runs_with_osworlds_knobs_and_the_summary_says_so(
     pytester: pytest.Pytester, server: ModelServer
 ) -> None:

@@ -9,6 +9,9 @@ import pytest
 from tests.episode.runs import BUNDLED, run_tasks
 from tests.support.taskfactory import task, write_jsonl
 
+pytestmark = pytest.mark.docker
+
+
 LATE = "/home/user/Desktop/late.txt"
 WRITE_DELAY_S = 4
 

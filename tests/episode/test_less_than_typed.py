@@ -13,6 +13,9 @@ import pytest
 from tests.episode.runs import run_tasks
 from tests.support.taskfactory import task, write_jsonl
 
+pytestmark = pytest.mark.docker
+
+
 FILE = "/home/user/Desktop/less.txt"
 
 

@@ -14,6 +14,8 @@ from tests.episode.runs import run_tasks
 from tests.support.paths import REPO
 from tests.support.taskfactory import task, write_jsonl
 
+pytestmark = pytest.mark.docker
+
 
 def _task(task_id: str, **extra: Any) -> dict[str, Any]:
     base = task(task_id, config=[], solution=["DONE"])

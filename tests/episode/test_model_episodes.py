@@ -41,6 +41,7 @@ def files_holding(folder: Path, secret: str) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_scripted_model_replaying_the_solution_scores_like_the_oracle(
     pytester: pytest.Pytester, server: ModelServer, api: Api
@@ -62,6 +63,7 @@ def test_scripted_model_replaying_the_solution_scores_like_the_oracle(
     assert files_holding(pytester.path, KEY) == []
 
 
+@pytest.mark.docker
 def test_prices_give_a_cost(pytester: pytest.Pytester, server: ModelServer) -> None:
     server.script("scripted", Reply("DONE", prompt_tokens=1000, completion_tokens=500))
     run = run_tasks(
@@ -77,6 +79,7 @@ def test_prices_give_a_cost(pytester: pytest.Pytester, server: ModelServer) -> N
     assert run.record(f"os/{TASK}")["usage"]["cost"] == pytest.approx(1000 * 2 / 1e6 + 500 * 10 / 1e6)
 
 
+@pytest.mark.docker
 def test_malformed_code_is_a_recorded_step_that_costs_a_step(pytester: pytest.Pytester, server: ModelServer) -> None:
     server.script("scripted", Reply("```python\nos.rename('a',\n```"), Reply("DONE"))
     run = run_tasks(pytester, BUNDLED, "-k", TASK, "--osworld-agent", "pyautogui", *model_args(server))
@@ -87,6 +90,7 @@ def test_malformed_code_is_a_recorded_step_that_costs_a_step(pytester: pytest.Py
     assert "SyntaxError" in traj[0] or "parse" in traj[0]
 
 
+@pytest.mark.docker
 def test_empty_answers_spend_the_step_budget(pytester: pytest.Pytester, server: ModelServer) -> None:
     server.script("scripted", empty(), empty())
     run = run_tasks(
@@ -97,6 +101,7 @@ def test_empty_answers_spend_the_step_budget(pytester: pytest.Pytester, server: 
     assert record["termination"] == "max_steps" and record["steps"] == 2 and record["score"] == 0.0
 
 
+@pytest.mark.docker
 def test_a_429_burst_is_retried_and_the_task_still_scores(pytester: pytest.Pytester, server: ModelServer) -> None:
     solution = bundled_task(TASK)["solution"]
     answers = solution_answers(solution)
@@ -108,6 +113,7 @@ def test_a_429_burst_is_retried_and_the_task_still_scores(pytester: pytest.Pytes
     assert run.record(f"os/{TASK}")["score"] == 1.0
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize(
     "behaviour",
     [Status(500), Hang(30), Drop()],

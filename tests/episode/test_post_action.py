@@ -13,6 +13,9 @@ from tests.episode.runs import run_tasks, scripted_pyautogui
 from tests.support.model_server import ModelServer, Reply
 from tests.support.taskfactory import task, write_jsonl
 
+pytestmark = pytest.mark.docker
+
+
 RED = (255, 0, 0)
 PAINT_ROOT_RED = "import subprocess; subprocess.run(['xsetroot', '-solid', '#ff0000'], check=True)"
 

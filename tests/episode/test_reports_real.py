@@ -18,6 +18,9 @@ import pytest
 from pytest_osworld.cli import main as cli_main
 from tests.episode.runs import BUNDLED, run_tasks
 
+pytestmark = pytest.mark.docker
+
+
 OS_TASKS = "os- and not refresh"  # four quick tasks that write files (-k os alone matches the osworld marker)
 
 

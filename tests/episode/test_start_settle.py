@@ -12,6 +12,9 @@ from tests.episode.test_post_action import RED, corner
 from tests.support.model_server import ModelServer, Reply
 from tests.support.taskfactory import task, write_jsonl
 
+pytestmark = pytest.mark.docker
+
+
 PAINT_SECONDS = 3
 
 

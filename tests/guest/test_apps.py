@@ -24,6 +24,8 @@ from pytest_osworld.tasks.readers import read_input
 from tests.guest.containers import Guest, wait_until
 from tests.support.paths import shared_examples
 
+pytestmark = pytest.mark.docker
+
 APP_START_S = 90.0  # the slowest first start (Thunderbird's profile, code-server's workbench) on a busy host
 
 

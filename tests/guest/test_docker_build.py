@@ -13,6 +13,8 @@ from pytest_osworld.guest import rootfs
 from pytest_osworld.guest.docker_build import ContextFile, run_build, untag_stale
 from pytest_osworld.guest.errors import ImageBuildError
 
+pytestmark = pytest.mark.docker
+
 REPOSITORY = "pytest-osworld/build-test"
 DOCKERFILE = "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY run.sh /run.sh\nRUN /run.sh\n"
 

@@ -19,6 +19,8 @@ from PIL import Image
 
 from tests.guest.containers import VNC_PORT, Guest, wait_until
 
+pytestmark = pytest.mark.docker
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

@@ -10,9 +10,12 @@ from typing import Any
 from xml.etree import ElementTree
 
 import httpx
+import pytest
 from PIL import Image
 
 from tests.guest.containers import DEVTOOLS_PORT, Guest, wait_until
+
+pytestmark = pytest.mark.docker
 
 CALC = "LibreOffice Calc"
 STATE_NS = "https://accessibility.ubuntu.example.org/ns/state"

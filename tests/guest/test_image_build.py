@@ -44,6 +44,7 @@ def test_the_build_context_ships_the_server_and_the_session(tmp_path: Path) -> N
     assert not any("__pycache__" in name for name in names)
 
 
+@pytest.mark.docker
 def test_ensure_image_gives_the_labelled_current_image(docker_client: docker.DockerClient, desktop_image: str) -> None:
     info = build.ensure_image(docker_client)  # current already: returns without building
     assert info.id == desktop_image
@@ -119,6 +120,7 @@ def test_build_lock_makes_a_second_builder_wait(tmp_path: Path, monkeypatch: pyt
         holder.wait()
 
 
+@pytest.mark.docker
 def test_cli_image_info_prints_the_image(desktop_image: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["image", "info"]) == 0
     out = capsys.readouterr().out
@@ -133,6 +135,7 @@ def test_cli_image_info_prints_the_image(desktop_image: str, capsys: pytest.Capt
     assert "app:        chromium " in out and "(serves chrome)" in out
 
 
+@pytest.mark.docker
 def test_cli_image_build_is_a_no_op_when_current(desktop_image: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["image", "build"]) == 0
     assert "up to date" in capsys.readouterr().out

@@ -20,6 +20,8 @@ from pytest_osworld.guest.client import (
 from pytest_osworld.sandbox.base import API_PORT, GUEST_PORTS, SandboxLost
 from tests.setup_and_evaluation.desktop import LABELS, Desktop
 
+pytestmark = pytest.mark.docker
+
 
 def test_observation_endpoints(shared_desktop: Desktop) -> None:
     guest = shared_desktop.client()

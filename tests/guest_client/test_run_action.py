@@ -19,6 +19,7 @@ from pytest_osworld.guest.client import GuestClient, GuestUnreachable
 from tests.setup_and_evaluation.desktop import Desktop
 
 
+@pytest.mark.docker
 def test_an_action_that_raises_is_a_result_with_its_error(shared_desktop: Desktop) -> None:
     guest = shared_desktop.client()
     marker = f"/tmp/raised-{time.monotonic_ns()}"
@@ -28,6 +29,7 @@ def test_an_action_that_raises_is_a_result_with_its_error(shared_desktop: Deskto
     assert guest.file(marker) == b"ran\n"  # run once: a failed action is not sent again
 
 
+@pytest.mark.docker
 def test_an_action_past_its_time_limit_is_killed_by_the_guest(shared_desktop: Desktop) -> None:
     guest = shared_desktop.client()
     marker = f"/tmp/hung-{time.monotonic_ns()}"
@@ -42,6 +44,7 @@ def test_an_action_past_its_time_limit_is_killed_by_the_guest(shared_desktop: De
     assert running.returncode == 1, running.output  # nothing of it is left running
 
 
+@pytest.mark.docker
 def test_a_clean_action_keeps_its_output(shared_desktop: Desktop) -> None:
     answer = shared_desktop.client().run_action("print(pyautogui.size())", 30)
     assert answer.returncode == 0 and answer.error == "" and "1920" in answer.output

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from pytest_osworld.settle import QUIET_WINDOW_S, Watched, wait_fixed, wait_quiet, watched_files
 from pytest_osworld.tasks.model import Evaluator
 from tests.setup_and_evaluation.desktop import Desktop
 
 
+@pytest.mark.docker
 def test_a_still_desktop_settles_after_one_quiet_window(shared_desktop: Desktop) -> None:
     guest = shared_desktop.client()
     settled = wait_quiet(guest, [Watched("/etc/hostname")], last_screen=guest.screenshot())
@@ -18,6 +21,7 @@ def test_a_still_desktop_settles_after_one_quiet_window(shared_desktop: Desktop)
     assert settled.watched == ["/etc/hostname"]
 
 
+@pytest.mark.docker
 def test_a_blinking_caret_does_not_hold_the_wait(fresh_desktop: Desktop) -> None:
     guest = fresh_desktop.client()
     guest.launch(["gedit", "--new-window"])
@@ -30,6 +34,7 @@ def test_a_blinking_caret_does_not_hold_the_wait(fresh_desktop: Desktop) -> None
     assert settled.quiet is True and settled.seconds < 5, settled
 
 
+@pytest.mark.docker
 def test_a_missing_result_file_holds_the_wait_until_it_is_written(fresh_desktop: Desktop) -> None:
     guest = fresh_desktop.client()
     late = Watched("~/late-result.txt")
@@ -42,6 +47,7 @@ def test_a_missing_result_file_holds_the_wait_until_it_is_written(fresh_desktop:
     assert guest.file("~/late-result.txt") == b"done\n"
 
 
+@pytest.mark.docker
 def test_a_file_that_keeps_changing_holds_the_wait(fresh_desktop: Desktop) -> None:
     guest = fresh_desktop.client()
     guest.launch("for i in 1 2 3 4 5 6; do echo $i >> ~/growing.txt; sleep 0.5; done", shell=True)
@@ -50,6 +56,7 @@ def test_a_file_that_keeps_changing_holds_the_wait(fresh_desktop: Desktop) -> No
     assert guest.file("~/growing.txt") == b"1\n2\n3\n4\n5\n6\n"
 
 
+@pytest.mark.docker
 def test_a_missing_optional_file_does_not_hold_the_wait(shared_desktop: Desktop) -> None:
     settled = wait_quiet(shared_desktop.client(), [Watched("~/.config/google-chrome/Default/Bookmarks", False)])
     assert settled.quiet is True and settled.seconds < QUIET_WINDOW_S + 1.5

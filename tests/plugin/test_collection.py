@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,8 +27,30 @@ def test_upstream_split_in_place(pytester: pytest.Pytester, small_split: Path) -
     result = pytester.runpytest("--collect-only", "-q", str(small_split))
     items = collected(result)
     assert len(items) == 39
-    assert "test_small.json::chrome/bb5e4c0d-f964-439c-97b6-bdb9747de3f4" in items
+    # The part before "::" depends on where the split sits against the rootdir (next test); the task's
+    # own part never does.
+    files = {item.split("::", 1)[0] for item in items}
+    assert len(files) == 1 and Path(files.pop()).name == "test_small.json", items
+    assert "chrome/bb5e4c0d-f964-439c-97b6-bdb9747de3f4" in {item.split("::", 1)[1] for item in items}
     assert result.ret == 0
+
+
+def test_an_input_outside_the_rootdir_is_named_from_the_folder_both_share(
+    pytester: pytest.Pytester, small_split: Path
+) -> None:
+    # As docs/task-format.md says: OSWorld's checkout beside the project, pytest run in the project.
+    data = pytester.path / "OSWorld" / "evaluation_examples"
+    shutil.copytree(small_split.parent, data)
+    project = pytester.mkdir("project")
+    (project / "pytest.ini").write_text("[pytest]\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)
+        result = pytester.runpytest("--collect-only", "-q", "../OSWorld/evaluation_examples/test_small.json")
+    assert "OSWorld/evaluation_examples/test_small.json::chrome/bb5e4c0d-f964-439c-97b6-bdb9747de3f4" in collected(
+        result
+    ), result.stdout.str()
+    selected = pytester.runpytest("--collect-only", "-q", str(data / "test_small.json"), "-k", "bb5e4c0d")
+    assert [item.split("::", 1)[1] for item in collected(selected)] == ["chrome/bb5e4c0d-f964-439c-97b6-bdb9747de3f4"]
 
 
 def test_imported_jsonl_collects_the_same(pytester: pytest.Pytester, small_split: Path) -> None:
@@ -43,6 +66,7 @@ def test_imported_jsonl_collects_the_same(pytester: pytest.Pytester, small_split
     assert len(collected(imported)) == 39
 
 
+@pytest.mark.docker
 def test_import_and_in_place_share_the_input_digest(pytester: pytest.Pytester, small_split: Path) -> None:
     out = pytester.path / "small.jsonl"
     cli_main(["tasks", "import", str(small_split.parent), "--split", str(small_split), "-o", str(out)])
@@ -242,6 +266,7 @@ def test_shards_through_pytest_partition_the_selection(pytester: pytest.Pytester
     assert sum(len(s) for s in shards) == len(selection)
 
 
+@pytest.mark.docker
 def test_shard_manifest(pytester: pytest.Pytester) -> None:
     write_jsonl(pytester.path / "t.jsonl", [task(f"t{i}") for i in range(6)])
     pytester.makeconftest("def pytest_runtest_call(item):\n    pass\n")

@@ -69,6 +69,7 @@ def cli(server: ModelServer) -> tuple[str, ...]:
     return ("--osworld-judge-url", server.openai_url, "--osworld-judge-model", "m")
 
 
+@pytest.mark.docker
 def test_without_a_judge_the_judge_task_is_skipped_saying_how_to_configure_one(
     pytester: pytest.Pytester, data: Path
 ) -> None:
@@ -100,6 +101,7 @@ def empty_image() -> Iterator[str]:
     client.close()
 
 
+@pytest.mark.docker
 def test_a_dead_judge_masks_the_judge_task_judge_error_before_any_sandbox(
     pytester: pytest.Pytester, data: Path, judge: ModelServer, empty_image: str
 ) -> None:
@@ -126,6 +128,7 @@ def test_a_dead_judge_masks_the_judge_task_judge_error_before_any_sandbox(
     assert record["message"] == f"the LLM judge failed its preflight: {reason}"
 
 
+@pytest.mark.docker
 def test_a_dead_judge_leaves_other_skips_and_other_tasks_alone(
     pytester: pytest.Pytester, data: Path, judge: ModelServer
 ) -> None:
@@ -136,6 +139,7 @@ def test_a_dead_judge_leaves_other_skips_and_other_tasks_alone(
     assert "needs the LLM judge" not in result.stdout.str()
 
 
+@pytest.mark.docker
 def test_an_unreachable_judge_from_the_environment_masks_the_judge_task(
     pytester: pytest.Pytester, data: Path, monkeypatch: pytest.MonkeyPatch, empty_image: str
 ) -> None:
@@ -155,6 +159,7 @@ def test_an_unreachable_judge_from_the_environment_masks_the_judge_task(
     )
 
 
+@pytest.mark.docker
 def test_a_live_judge_passes_the_preflight(pytester: pytest.Pytester, data: Path, judge: ModelServer) -> None:
     judge.script("m", Reply("YES", prompt_tokens=21, completion_tokens=1))
     result = run(pytester, *cli(judge))
@@ -167,6 +172,7 @@ def test_a_live_judge_passes_the_preflight(pytester: pytest.Pytester, data: Path
     assert request.model == "m" and request.body["max_tokens"] == PREFLIGHT_TOKENS
 
 
+@pytest.mark.docker
 def test_the_command_line_wins_over_the_environment_and_the_environment_over_a_profile(
     pytester: pytest.Pytester, data: Path, judge: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -181,6 +187,7 @@ def test_the_command_line_wins_over_the_environment_and_the_environment_over_a_p
         assert (len(judge.completions()), len(other.completions())) == (1, 1)
 
 
+@pytest.mark.docker
 def test_no_preflight_without_a_selected_judge_task_nor_when_only_collecting(
     pytester: pytest.Pytester, data: Path, judge: ModelServer
 ) -> None:
@@ -212,6 +219,7 @@ def test_the_judge_fixture(pytester: pytest.Pytester, judge: ModelServer) -> Non
     pytester.runpytest(*NOT_CACHED).assert_outcomes(passed=1)
 
 
+@pytest.mark.docker
 def test_workers_preflight_and_the_controller_adds_up_their_calls(
     pytester: pytest.Pytester, data: Path, judge: ModelServer
 ) -> None:

@@ -17,6 +17,8 @@ from pytest_osworld.tasks.model import Task
 from tests.support.paths import REPO
 from tests.support.taskfactory import task, write_jsonl
 
+pytestmark = pytest.mark.docker
+
 # Episodes that end at once with a full score: the skip decision and the summary are the plugin's own,
 # and no sandbox starts (the documented extension point: osworld_episode and osworld_sandbox).
 INSTANT = """

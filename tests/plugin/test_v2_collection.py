@@ -171,6 +171,7 @@ def test_an_unreadable_hash_file_is_a_usage_error(pytester: pytest.Pytester, dat
     assert "missing.json: cannot read the hash file" in result.stderr.str()
 
 
+@pytest.mark.docker
 def test_v2_items_are_skipped_with_the_reason_and_the_manifest_keeps_the_pins(
     pytester: pytest.Pytester, data: Path
 ) -> None:

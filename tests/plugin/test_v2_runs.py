@@ -18,6 +18,8 @@ import pytest
 from tests.episode.runs import Run, run_tasks, scripted_pyautogui
 from tests.support.model_server import ModelServer, RecordedRequest, Reply, Status
 
+pytestmark = pytest.mark.docker
+
 HEAD = """
 from desktop_env.task_base import BaseTask, MultiPhaseTask
 from desktop_env.evaluators import getters

@@ -18,6 +18,8 @@ from pytest_osworld.results.allure_report import FIXTURES_ENTRY, POSTCONFIG_STEP
 from pytest_osworld.results.task_page import PARAMETER_NAMES
 from tests.results.helpers import BASE_ARGS, EPISODE_CONFTEST, make_project
 
+pytestmark = pytest.mark.docker
+
 SECRET = "qq-page-secret-value-9"
 # A user's own autouse fixture: not the plugin's, so it stays on the task's page as allure-pytest made it.
 USER_FIXTURE = """

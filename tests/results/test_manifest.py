@@ -99,6 +99,7 @@ def test_a_write_replaces_the_file_whole(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == [tmp_path / "manifest.json"]
 
 
+@pytest.mark.docker
 def test_a_session_writes_the_manifest_at_its_start_and_its_end(pytester: pytest.Pytester) -> None:
     make_project(pytester)
     result = pytester.runpytest("tasks.jsonl", *BASE_ARGS, "--osworld-run-id", "r1", "-m", "os")

@@ -34,6 +34,7 @@ def records(run_dir: Path) -> dict[str, dict[str, Any]]:
     }
 
 
+@pytest.mark.docker
 def test_outcomes_in_the_terminal(project: pytest.Pytester) -> None:
     result = run(project, "--osworld-run-id", "r1", "-v")
     assert result.ret == 1
@@ -56,6 +57,7 @@ def test_outcomes_in_the_terminal(project: pytest.Pytester) -> None:
     quiet.stdout.fnmatch_lines(["tasks.jsonl .FMMs*"])
 
 
+@pytest.mark.docker
 def test_records_for_every_outcome(project: pytest.Pytester) -> None:
     run(project, "--osworld-run-id", "r1")
     run_dir = project.path / "reports" / "r1"
@@ -79,6 +81,7 @@ def test_records_for_every_outcome(project: pytest.Pytester) -> None:
     assert summary["views"]["no_gdrive"]["skipped"] == 0  # the Drive task is out of that view entirely
 
 
+@pytest.mark.docker
 def test_junit_error_for_a_mask_failure_for_a_low_score_and_the_score_property(project: pytest.Pytester) -> None:
     run(project, "--osworld-run-id", "r1", "--junitxml=junit.xml")
     cases = {c.get("name"): c for c in ET.parse(project.path / "junit.xml").getroot().iter("testcase")}
@@ -99,6 +102,7 @@ def test_junit_error_for_a_mask_failure_for_a_low_score_and_the_score_property(p
     assert cases["chrome/skip-1"].find("skipped") is not None
 
 
+@pytest.mark.docker
 def test_secrets_reach_no_report(project: pytest.Pytester) -> None:
     result = run(project, "--osworld-run-id", "r1", "--junitxml=junit.xml", "-rA")
     assert SECRET not in result.stdout.str()
@@ -108,6 +112,7 @@ def test_secrets_reach_no_report(project: pytest.Pytester) -> None:
             assert SECRET not in path.read_text(), path
 
 
+@pytest.mark.docker
 def test_the_gate_decides_the_exit_status(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run(project, "--osworld-run-id", "base").ret == 1  # tasks failed, no gate
     baseline = project.path / "reports" / "base" / "summary.json"
@@ -161,6 +166,7 @@ def test_gate_option_errors_are_usage_errors(project: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--osworld-baseline: *missing.json: no such file*"])
 
 
+@pytest.mark.docker
 def test_resume_runs_only_masked_skipped_and_missing_tasks(project: pytest.Pytester) -> None:
     run(project, "--osworld-run-id", "r1", "-k", "not sbx")  # sbx-1 never runs: missing
     run_dir = project.path / "reports" / "r1"
@@ -187,6 +193,7 @@ def test_resume_runs_only_masked_skipped_and_missing_tasks(project: pytest.Pytes
     assert not (project.path / "reports").joinpath("r2").exists()  # the same run folder, no new one
 
 
+@pytest.mark.docker
 def test_resume_with_nothing_left_to_run_succeeds(project: pytest.Pytester) -> None:
     project.path.joinpath("tasks.jsonl").write_text(task_line("pass-1", "os", "score", 1.0) + "\n")
     run(project, "--osworld-run-id", "r1")
@@ -195,6 +202,7 @@ def test_resume_with_nothing_left_to_run_succeeds(project: pytest.Pytester) -> N
     assert result.parseoutcomes() == {"deselected": 1}
 
 
+@pytest.mark.docker
 def test_resume_refuses_a_changed_input_or_a_non_run(project: pytest.Pytester) -> None:
     run(project, "--osworld-run-id", "r1")
     files = {p: p.read_bytes() for p in (project.path / "reports" / "r1").rglob("*") if p.is_file()}
@@ -209,6 +217,7 @@ def test_resume_refuses_a_changed_input_or_a_non_run(project: pytest.Pytester) -
     result.stderr.fnmatch_lines(["*not a run folder (no manifest.json)*"])
 
 
+@pytest.mark.docker
 def test_repeats_are_kept_apart(project: pytest.Pytester) -> None:
     project.path.joinpath("tasks.jsonl").write_text(task_line("pass-1", "os", "score", 1.0) + "\n")
     result = run(project, "--osworld-run-id", "r1", "--osworld-repeat", "2", "--junitxml=junit.xml")
@@ -227,6 +236,7 @@ def test_a_session_without_tasks_writes_nothing(pytester: pytest.Pytester) -> No
     assert not (pytester.path / "reports").exists()
 
 
+@pytest.mark.docker
 def test_diagnostics_settings_reach_the_store(project: pytest.Pytester) -> None:
     project.path.joinpath("tasks.jsonl").write_text(task_line("pass-1", "os", "score", 1.0) + "\n")
     run(project, "--osworld-run-id", "lean", "--osworld-no-keep-screenshots")

@@ -11,6 +11,8 @@ import pytest
 
 from tests.results.helpers import BASE_ARGS, PNG, make_project, task_line
 
+pytestmark = pytest.mark.docker
+
 SECRET = "qq-another-secret-value-7"
 
 

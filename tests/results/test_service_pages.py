@@ -16,6 +16,8 @@ from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_RUN_ID
 from tests.episode.runs import run_tasks
 from tests.services.tasks import plain_task, service_task, write_tasks
 
+pytestmark = pytest.mark.docker
+
 
 @pytest.fixture(scope="module")
 def desktop_image() -> str:

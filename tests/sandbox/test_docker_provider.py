@@ -34,6 +34,8 @@ from pytest_osworld.sandbox.procs import hostname
 from pytest_osworld.sandbox.providers.container import ContainerProvider, ContainerSandbox
 from pytest_osworld.settings import Settings
 
+pytestmark = pytest.mark.docker
+
 
 def stand_in_settings(image: str, **profile: Any) -> Settings:
     flat = {k: profile.pop(k) for k in list(profile) if k.startswith("sandbox_")}

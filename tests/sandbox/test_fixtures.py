@@ -7,6 +7,8 @@ import pytest
 
 from tests.sandbox import support
 
+pytestmark = pytest.mark.docker
+
 GUEST_TESTS = """
 import httpx
 

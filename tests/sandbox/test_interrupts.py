@@ -14,6 +14,8 @@ import pytest
 
 from tests.sandbox import support
 
+pytestmark = pytest.mark.docker
+
 HOLDING_TEST = """
 import os, pathlib, time
 

@@ -15,6 +15,8 @@ import pytest
 from tests.sandbox import support
 from tests.sandbox.test_interrupts import start_session, wait_holding
 
+pytestmark = pytest.mark.docker
+
 
 def leave_a_container(pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str) -> str:
     """A session killed hard while holding a sandbox: nothing in it can tear down."""

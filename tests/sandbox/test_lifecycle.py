@@ -25,6 +25,8 @@ from pytest_osworld.sandbox import (
 )
 from tests.sandbox import support
 
+pytestmark = pytest.mark.docker
+
 
 def explain(why: NotReady) -> SandboxError:
     return SandboxError(f"{why.cause}: {why.name}{why.state}")

@@ -12,6 +12,8 @@ from pytest_osworld.cli import main as cli_main
 from pytest_osworld.sandbox import Owner, make_provider
 from pytest_osworld.settings import Settings
 
+pytestmark = pytest.mark.docker
+
 
 def test_a_running_sandbox_shows_its_live_view(
     engine: docker.DockerClient, run_id: str, capsys: pytest.CaptureFixture[str]

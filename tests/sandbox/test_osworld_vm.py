@@ -11,6 +11,8 @@ import pytest
 
 from tests.sandbox import support
 
+pytestmark = pytest.mark.docker
+
 ONE_TEST = "def test_never_runs(osworld_sandbox):\n    raise AssertionError('a test ran')\n"
 
 

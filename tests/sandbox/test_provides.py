@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import docker
+import pytest
 
 from pytest_osworld.guest.build import MANIFEST_LABEL, ImageInfo, parse_manifest
 from pytest_osworld.sandbox.provides import MANIFESTS_DIR, REBUILD, declared, from_manifest
@@ -80,6 +81,7 @@ def test_a_declared_manifest_that_cannot_be_read_is_unknown_with_its_path() -> N
     assert not found.known and "absent.json" in (found.problem or "")
 
 
+@pytest.mark.docker
 def test_an_image_without_a_manifest_label_is_unknown(engine: docker.DockerClient, stand_in: str) -> None:
     settings = Settings(sandbox="mine", sandbox_profiles={"mine": {"image": stand_in}})
     found = provider_class("mine", settings).provides(settings)

@@ -188,6 +188,7 @@ def test_a_broken_plugin_is_named(plugin_site: Path) -> None:
         provider_class("constant", Settings())
 
 
+@pytest.mark.docker
 def test_the_fixtures_run_a_plugins_sandboxes(
     plugin_site: Path, tmp_path: Path, osworld_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

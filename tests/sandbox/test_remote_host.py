@@ -21,6 +21,8 @@ import pytest
 from tests.sandbox import support
 from tests.sandbox.test_fixtures import GUEST_TESTS
 
+pytestmark = pytest.mark.docker
+
 SSHD = "/usr/sbin/sshd"
 
 

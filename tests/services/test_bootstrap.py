@@ -29,6 +29,7 @@ def lines_of(engine: docker.DockerClient, container_id: str, path: str) -> list[
     return found.output.decode().split() if found.exit_code == 0 else []
 
 
+@pytest.mark.docker
 def test_bootstrap_runs_once_per_container_whoever_attaches_and_after_restarts(
     engine: docker.DockerClient, desktop_image: str, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -55,6 +56,7 @@ def test_bootstrap_runs_once_per_container_whoever_attaches_and_after_restarts(
     assert run_leftovers(engine, run_id) == ([], [])
 
 
+@pytest.mark.docker
 def test_a_failed_bootstrap_masks_the_task_and_the_next_task_tries_again(
     engine: docker.DockerClient, desktop_image: str, run_id: str
 ) -> None:
@@ -76,6 +78,7 @@ def test_a_failed_bootstrap_masks_the_task_and_the_next_task_tries_again(
         remove_services(parse_hosts([]), run_id)
 
 
+@pytest.mark.docker
 def test_a_bootstrap_is_bounded_by_the_readiness_deadline(
     engine: docker.DockerClient, desktop_image: str, run_id: str
 ) -> None:
@@ -91,6 +94,7 @@ def test_a_bootstrap_is_bounded_by_the_readiness_deadline(
         remove_services(parse_hosts([]), run_id)
 
 
+@pytest.mark.docker
 def test_a_reset_command_runs_before_each_holders_turn(
     engine: docker.DockerClient, desktop_image: str, run_id: str
 ) -> None:
@@ -105,6 +109,7 @@ def test_a_reset_command_runs_before_each_holders_turn(
         remove_services(parse_hosts([]), run_id)
 
 
+@pytest.mark.docker
 def test_a_failing_reset_command_masks_with_its_output(
     engine: docker.DockerClient, desktop_image: str, run_id: str
 ) -> None:

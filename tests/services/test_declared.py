@@ -89,6 +89,7 @@ def test_every_declaration_and_pin_is_in_the_docs() -> None:
         assert pin in docs, pin
 
 
+@pytest.mark.docker
 def test_a_service_whose_image_is_absent_skips_its_tasks_before_any_sandbox(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:

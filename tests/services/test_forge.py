@@ -738,6 +738,7 @@ def _pool(run_id: str) -> ServicePool:
     return ServicePool(BUILTIN, host=parse_hosts([])[0], owner=Owner(run_id=run_id), suffix="osworld.test")
 
 
+@pytest.mark.docker
 def test_the_pool_gives_the_forge_the_runs_token_and_resets_it_with_it_between_holders(
     engine: docker.DockerClient, desktop_image: str, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -789,6 +790,7 @@ def test_the_pool_gives_the_forge_the_runs_token_and_resets_it_with_it_between_h
     assert run_leftovers(engine, run_id) == ([], [])
 
 
+@pytest.mark.docker
 def test_a_reset_without_the_token_is_refused_and_masks(
     engine: docker.DockerClient, desktop_image: str, run_id: str
 ) -> None:
@@ -823,6 +825,7 @@ def _interval(record: dict[str, Any]) -> tuple[datetime, datetime]:
     return datetime.fromisoformat(record["started_at"]), datetime.fromisoformat(record["finished_at"])
 
 
+@pytest.mark.docker
 def test_the_forge_tasks_pass_with_the_oracle_on_two_workers_and_never_show_the_token(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -865,6 +868,7 @@ def test_the_forge_tasks_pass_with_the_oracle_on_two_workers_and_never_show_the_
     assert run_leftovers(engine, run_id) == ([], [])
 
 
+@pytest.mark.docker
 def test_the_forge_tasks_score_zero_with_the_null_agent(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:

@@ -35,6 +35,7 @@ def state_url(pool: ServicePool, cookie: str) -> str:
     return f"{base}/api/state?cookie={cookie}"
 
 
+@pytest.mark.docker
 def test_an_exclusive_service_is_reset_between_holders_and_records_its_turn(
     engine: docker.DockerClient, desktop_image: str, run_id: str
 ) -> None:
@@ -60,6 +61,7 @@ def test_an_exclusive_service_is_reset_between_holders_and_records_its_turn(
     assert run_leftovers(engine, run_id) == ([], [])
 
 
+@pytest.mark.docker
 def test_a_state_key_service_gives_each_task_its_own_key_and_is_not_reset(
     engine: docker.DockerClient, desktop_image: str, run_id: str
 ) -> None:
@@ -73,6 +75,7 @@ def test_a_state_key_service_gives_each_task_its_own_key_and_is_not_reset(
         remove_services(parse_hosts([]), run_id)
 
 
+@pytest.mark.docker
 def test_restarts_zero_masks_at_once_and_a_process_sweep_keeps_services(
     engine: docker.DockerClient, desktop_image: str, run_id: str
 ) -> None:
@@ -97,6 +100,7 @@ def test_restarts_zero_masks_at_once_and_a_process_sweep_keeps_services(
         remove_services(parse_hosts([]), run_id)
 
 
+@pytest.mark.docker
 def test_cleanup_removes_a_crashed_runs_service_and_network(
     engine: docker.DockerClient, desktop_image: str, run_id: str
 ) -> None:

@@ -457,6 +457,7 @@ def test_setup_launched_chrome_goes_through_the_proxy_the_task_holds(tmp_path: P
 # --- the built-in service, and real runs -------------------------------------------------------------
 
 
+@pytest.mark.docker
 def test_the_upstream_reaches_the_container_by_name_only(
     engine: docker.DockerClient, desktop_image: str, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -506,6 +507,7 @@ def flagged_copy(bundled: dict[str, Any]) -> dict[str, Any]:
     return copy
 
 
+@pytest.mark.docker
 def test_the_bundled_proxy_task_passes_with_the_oracle_and_fails_with_the_null_agent(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:
@@ -556,6 +558,7 @@ http.server.ThreadingHTTPServer(('0.0.0.0', 3128), H).serve_forever()
 """
 
 
+@pytest.mark.docker
 def test_a_sandbox_the_proxy_cannot_register_masks_its_task(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:

@@ -25,6 +25,7 @@ def outcomes(result: pytest.RunResult) -> dict[str, int]:
     return {k: v for k, v in result.parseoutcomes().items() if k not in ("seconds",)}
 
 
+@pytest.mark.docker
 def test_started_once_across_two_workers_and_resolved_from_every_sandbox(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:
@@ -45,6 +46,7 @@ def test_started_once_across_two_workers_and_resolved_from_every_sandbox(
     assert run_leftovers(engine, run_id) == ([], [])  # no container, no network left
 
 
+@pytest.mark.docker
 def test_a_broken_service_masks_exactly_the_tasks_that_need_it(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:
@@ -86,6 +88,7 @@ def _interval(record: dict[str, object]) -> tuple[datetime, datetime]:
     return datetime.fromisoformat(str(record["started_at"])), datetime.fromisoformat(str(record["finished_at"]))
 
 
+@pytest.mark.docker
 def test_an_exclusive_service_is_held_by_one_task_at_a_time(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:
@@ -109,6 +112,7 @@ def test_an_exclusive_service_is_held_by_one_task_at_a_time(
     assert run_leftovers(engine, run_id) == ([], [])
 
 
+@pytest.mark.docker
 def test_a_service_killed_mid_task_masks_that_task_and_the_next_gets_it_restarted(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:

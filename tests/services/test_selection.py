@@ -15,6 +15,7 @@ def collected(result: pytest.RunResult) -> list[str]:
     return [line.split("::")[1] for line in result.stdout.lines if "::" in line]
 
 
+@pytest.mark.docker
 def test_services_select_with_markers_under_strict_markers(pytester: pytest.Pytester) -> None:
     write_jsonl(
         pytester.path / "t.jsonl",
@@ -38,6 +39,7 @@ def test_services_select_with_markers_under_strict_markers(pytester: pytest.Pyte
         assert collected(result) == expected, marker
 
 
+@pytest.mark.docker
 def test_a_task_needing_an_undefined_service_is_skipped_before_any_sandbox(pytester: pytest.Pytester) -> None:
     write_jsonl(
         pytester.path / "t.jsonl",
@@ -59,6 +61,7 @@ def test_a_task_needing_an_undefined_service_is_skipped_before_any_sandbox(pytes
     assert "needs_services" in record["markers"] and "needs_proxy" in record["markers"]
 
 
+@pytest.mark.docker
 def test_a_profile_that_defines_the_service_lets_the_task_run(pytester: pytest.Pytester) -> None:
     """Defined in the profile, the same task is no longer skipped (it is collected to run)."""
     write_jsonl(pytester.path / "t.jsonl", [task("shop", services=["shop"])])

@@ -337,6 +337,7 @@ def test_service_state_getter_reads_the_tasks_own_state(shop: str, tmp_path: Pat
 # --- the bundled tasks in real runs
 
 
+@pytest.mark.docker
 def test_the_bundled_website_tasks_pass_with_the_oracle_on_one_shared_container(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:
@@ -352,6 +353,7 @@ def test_the_bundled_website_tasks_pass_with_the_oracle_on_one_shared_container(
     assert run_leftovers(engine, run_id) == ([], [])
 
 
+@pytest.mark.docker
 def test_the_bundled_website_tasks_fail_with_the_null_agent(
     osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
 ) -> None:

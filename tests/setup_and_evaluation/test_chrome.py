@@ -19,6 +19,8 @@ from tests.setup_and_evaluation.desktop import Desktop, FileServer, bridge_gatew
 from tests.setup_and_evaluation.fixtures import make_context
 from tests.setup_and_evaluation.test_setup_steps import steps, wait_for
 
+pytestmark = pytest.mark.docker
+
 # How OSWorld's chrome tasks start the browser (their config's first steps).
 START_CHROME = (
     {"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}},

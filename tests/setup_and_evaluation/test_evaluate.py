@@ -50,6 +50,7 @@ def test_is_fail_reads_every_form() -> None:
     assert not any(is_fail(a) for a in (None, "DONE", "WAIT", {"action_type": "DONE"}, Action.of_code("x=1")))
 
 
+@pytest.mark.docker
 def test_infeasible_runs_postconfig_then_rewards_fail(ctx: TaskContext) -> None:
     marker = f"/tmp/postconfig-{time.monotonic_ns()}"
     infeasible = task(
@@ -66,6 +67,7 @@ def test_infeasible_runs_postconfig_then_rewards_fail(ctx: TaskContext) -> None:
     assert [r.phase for r in ctx.steps] == ["postconfig"] * 4
 
 
+@pytest.mark.docker
 def test_a_last_fail_scores_zero_without_running_getters(ctx: TaskContext) -> None:
     broken = task({"func": "exact_match", "result": BROKEN, "expected": rule("x")})
     assert evaluate(ctx, broken, "FAIL") == Evaluation(0.0, [None], "the agent answered FAIL")
@@ -73,6 +75,7 @@ def test_a_last_fail_scores_zero_without_running_getters(ctx: TaskContext) -> No
         evaluate(ctx, broken, "DONE")
 
 
+@pytest.mark.docker
 def test_single_metric(ctx: TaskContext) -> None:
     assert (
         evaluate(ctx, task({"func": "exact_match", "result": echo("ok"), "expected": rule("ok")}), "DONE").score == 1.0
@@ -90,6 +93,7 @@ def test_single_metric(ctx: TaskContext) -> None:
     assert evaluate(ctx, fractional, "DONE").score == pytest.approx(6 / 7)
 
 
+@pytest.mark.docker
 def test_a_missing_result_file_scores_zero(ctx: TaskContext) -> None:
     missing = task(
         {
@@ -135,6 +139,7 @@ def three_metrics(options: list[Any]) -> Task:
     )
 
 
+@pytest.mark.docker
 def test_conj_and_with_null_entries_and_parallel_options(ctx: TaskContext) -> None:
     full = evaluate(ctx, three_metrics([{"ignore_case": True}, None, None]), "DONE")
     assert full.metric_scores == [1.0, 1.0, pytest.approx(6 / 7)]
@@ -144,6 +149,7 @@ def test_conj_and_with_null_entries_and_parallel_options(ctx: TaskContext) -> No
     assert stopped.score == 0.0 and stopped.metric_scores == [0.0, None, None]
 
 
+@pytest.mark.docker
 def test_conj_and_stops_before_a_later_crash(ctx: TaskContext) -> None:
     evaluation = evaluate(
         ctx,
@@ -159,6 +165,7 @@ def test_conj_and_stops_before_a_later_crash(ctx: TaskContext) -> None:
     assert evaluation.score == 0.0 and evaluation.metric_scores == [0.0, None]
 
 
+@pytest.mark.docker
 def test_conj_or(ctx: TaskContext) -> None:
     first_one = evaluate(
         ctx,
@@ -201,6 +208,7 @@ def test_conj_or(ctx: TaskContext) -> None:
     assert missing_in_or.score == 1.0 and missing_in_or.metric_scores == [0.0, 1.0]
 
 
+@pytest.mark.docker
 def test_crashes_are_evaluator_errors_never_zero(ctx: TaskContext) -> None:
     with pytest.raises(EvaluatorError, match="metric 'literal_match' failed"):
         evaluate(
@@ -235,6 +243,7 @@ def test_crashes_are_evaluator_errors_never_zero(ctx: TaskContext) -> None:
         )
 
 
+@pytest.mark.docker
 def test_postconfig_failure_masks_or_scores_zero(ctx: TaskContext) -> None:
     failing = {"type": "execute", "parameters": {"command": ["false"]}, "on_nonzero": "mask"}
     with pytest.raises(SetupError) as info:
@@ -259,6 +268,7 @@ def test_postconfig_failure_masks_or_scores_zero(ctx: TaskContext) -> None:
     assert zero.score == 0.0 and "postconfig" in zero.message
 
 
+@pytest.mark.docker
 def test_rule_getters_get_a_private_copy(ctx: TaskContext) -> None:
     relative = task(
         {

@@ -69,6 +69,7 @@ def test_registry_covers_test_small_and_the_listed_getters() -> None:
     assert all(getter_unavailable_reason(name) is None for name in GETTERS)
 
 
+@pytest.mark.docker
 def test_vm_file_forms(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     ctx.guest.upload("~/getter-test/a.txt", b"A")
@@ -98,6 +99,7 @@ def test_vm_file_forms(shared_desktop: Desktop, tmp_path: Path) -> None:
     assert Path(stamped).name == f"s_{datetime.now():%Y}.txt"
 
 
+@pytest.mark.docker
 def test_cloud_file_forms_read_the_asset_cache(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path, offline=True)
     ctx.assets.put_bytes("https://files.example.invalid/e1.txt", b"one")
@@ -119,6 +121,7 @@ def test_cloud_file_forms_read_the_asset_cache(shared_desktop: Desktop, tmp_path
         call(ctx, "cloud_file", path="https://files.example.invalid/absent.txt", dest="x.txt")
 
 
+@pytest.mark.docker
 def test_commands_terminal_and_tree(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     assert call(ctx, "vm_command_line", command=["bash", "-c", "echo out; echo err >&2"]) == "out\n"
@@ -138,6 +141,7 @@ def test_commands_terminal_and_tree(shared_desktop: Desktop, tmp_path: Path) -> 
     assert call(ctx, "time_diff_range", diff_range_in_minutes=5) == 5
 
 
+@pytest.mark.docker
 def test_window_size(fresh_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(fresh_desktop, tmp_path)
     ctx.guest.launch(["xmessage", "-geometry", "300x120", "-title", "sized", "hello"])
@@ -145,6 +149,7 @@ def test_window_size(fresh_desktop: Desktop, tmp_path: Path) -> None:
     assert call(ctx, "vm_window_size", app_class_name="xmessage") == {"width": 300, "height": 120}
 
 
+@pytest.mark.docker
 def test_content_from_vm_file_last_row(shared_desktop: Desktop, tmp_path: Path) -> None:
     from openpyxl import Workbook
 
@@ -164,6 +169,7 @@ def test_content_from_vm_file_last_row(shared_desktop: Desktop, tmp_path: Path) 
         call(ctx, "content_from_vm_file", path="~/getter-test/absent.xlsx", file_type="xlsx", file_content="last_row")
 
 
+@pytest.mark.docker
 def test_chrome_profile_files(fresh_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(fresh_desktop, tmp_path)
     # No profile yet: upstream's fixed answers.
@@ -215,6 +221,7 @@ def test_chrome_profile_files(fresh_desktop: Desktop, tmp_path: Path) -> None:
     assert call(ctx, "cookie_data", dest="Cookies") == [(1, ".example.com", "sid", "v")]
 
 
+@pytest.mark.docker
 def test_shortcuts_on_desktop(fresh_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(fresh_desktop, tmp_path)
     assert call(ctx, "shortcuts_on_desktop") == {}
@@ -224,6 +231,7 @@ def test_shortcuts_on_desktop(fresh_desktop: Desktop, tmp_path: Path) -> None:
     assert call(ctx, "shortcuts_on_desktop") == {"example.desktop": entry}
 
 
+@pytest.mark.docker
 def test_vscode_config_reads_the_file_after_the_palette(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     ctx.guest.upload("~/getter-test/vscode-out.json", b'{"x": 1}')
@@ -250,6 +258,7 @@ http.server.HTTPServer(("0.0.0.0", 8080), H).serve_forever()
 """
 
 
+@pytest.mark.docker
 def test_vlc_playing_info(fresh_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(fresh_desktop, tmp_path)
     assert call(ctx, "vlc_playing_info", dest="status.xml") is None  # no VLC running
@@ -279,6 +288,7 @@ SLIDE_BG = (
 )
 
 
+@pytest.mark.docker
 def test_slide_media_getters(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     deck = _deck(
@@ -302,6 +312,7 @@ def test_slide_media_getters(shared_desktop: Desktop, tmp_path: Path) -> None:
     assert call(ctx, "audio_in_slide", ppt_file_path="~/getter-test/deck.pptx", slide_index=4, dest="b.mp3") is None
 
 
+@pytest.mark.docker
 def test_gimp_vlc_config_and_default_video_player(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     assert call(ctx, "gimp_config_file", file_name="gimprc", dest="gimprc") is None
@@ -317,6 +328,7 @@ def test_gimp_vlc_config_and_default_video_player(shared_desktop: Desktop, tmp_p
     assert isinstance(call(ctx, "default_video_player"), str)
 
 
+@pytest.mark.docker
 def test_rule_relative_time_uses_the_guest_clock(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     config = {"rules": {"relativeTime": {"from": "tomorrow"}, "expected": {"time": "{Year}-{Month0D}-{Day0D}"}}}

@@ -17,6 +17,8 @@ import pytest
 from pytest_osworld.tasks.readers import read_split
 from tests.support.paths import shared_examples
 
+pytestmark = pytest.mark.docker
+
 COOKIE_TASK = "chrome/7b6c7e24-c58a-49fc-a5bb-d57b80e5b4c3"
 
 

@@ -29,6 +29,8 @@ from tests.setup_and_evaluation.fixtures import make_context
 from tests.setup_and_evaluation.test_chrome import START_CHROME
 from tests.setup_and_evaluation.test_setup_steps import steps
 
+pytestmark = pytest.mark.docker
+
 SHORT_LOAD_S = 6.0  # the tab load limit in these tests (60 s in a real run)
 SLOW_ANSWER_S = 2.0  # a page that answers late, but well within the limit
 HANGING_IMAGE_S = 20.0  # a subresource that outlasts the limit: the load event comes late

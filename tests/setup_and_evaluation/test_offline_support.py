@@ -34,6 +34,7 @@ def test_offline_a_task_needing_live_sites_is_unsupported_naming_them(cookie_tas
     )
 
 
+@pytest.mark.docker
 def test_support_offline_counts_them_as_not_runnable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     split = str(shared_examples() / "test_small.json")
     cache = ["--asset-cache", str(tmp_path / "assets")]
@@ -58,6 +59,7 @@ def test_support_offline_counts_them_as_not_runnable(tmp_path: Path, capsys: pyt
     assert chrome[:3] == ["chrome", "4", "1"]
 
 
+@pytest.mark.docker
 def test_an_offline_run_skips_them_before_any_sandbox(pytester: pytest.Pytester, tmp_path: Path) -> None:
     split = shared_examples() / "test_small.json"
     pytester.makeini("[pytest]\n")  # the rootdir is pytester's folder, not the shared examples

@@ -24,6 +24,8 @@ from tests.setup_and_evaluation.desktop import Desktop
 from tests.setup_and_evaluation.fixtures import make_context
 from tests.support.taskfactory import task as make_task
 
+pytestmark = pytest.mark.docker
+
 GOLD_URL = "https://files.example.invalid/parity/gold.png"
 BLANK_DECK_URL = "https://files.example.invalid/parity/blank.pptx"
 BLANK_PDF_URL = "https://files.example.invalid/parity/blank.pdf"

@@ -48,6 +48,7 @@ def task(evaluator: dict[str, Any]) -> Task:
 # --- commands ----------------------------------------------------------------------------------
 
 
+@pytest.mark.docker
 def test_a_command_the_guest_cannot_run_scores_zero(shared_desktop: Desktop, tmp_path: Path) -> None:
     """Upstream's guest answers 500 for a program it cannot start; its getter returns None and
     check_include_exclude / exact_match score 0. The project used to mask the task."""
@@ -77,6 +78,7 @@ def test_a_command_the_guest_cannot_run_scores_zero(shared_desktop: Desktop, tmp
     assert call(ctx, "vm_command_line", command="echo out; exit 3", shell=True) == "out\n"
 
 
+@pytest.mark.docker
 def test_a_command_past_the_guests_time_limit_scores_zero(docker_engine: Any, desktop_ref: str, tmp_path: Path) -> None:
     """The guest kills a command at its time limit and answers 500 (upstream too): no value, 0."""
     with desktop(docker_engine, desktop_ref, env={"GUEST_EXECUTE_TIMEOUT_S": "1"}) as made:
@@ -214,6 +216,7 @@ def page_site(tmp_path: Path, fresh_desktop: Desktop) -> Iterator[FileServer]:
         yield server
 
 
+@pytest.mark.docker
 def test_an_empty_address_bar_gives_no_url_whatever_the_tab_holds(
     fresh_desktop: Desktop, page_site: FileServer, tmp_path: Path
 ) -> None:
@@ -245,6 +248,7 @@ def test_an_empty_address_bar_gives_no_url_whatever_the_tab_holds(
     assert call(ctx, "active_tab_html_parse", goto_prefix="http://", category="class") is None
 
 
+@pytest.mark.docker
 def test_differs_a_failed_command_scores_zero_where_upstreams_metric_crashes_on_none(
     shared_desktop: Desktop, tmp_path: Path
 ) -> None:

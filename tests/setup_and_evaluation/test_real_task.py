@@ -18,6 +18,8 @@ from tests.setup_and_evaluation.desktop import Desktop
 from tests.setup_and_evaluation.fixtures import make_context
 from tests.support.paths import shared_examples
 
+pytestmark = pytest.mark.docker
+
 TASK_ID = "357ef137-7eeb-4c80-a3bb-0951f26a8aff"  # libreoffice_calc: fill E3 with hours x rate
 WINDOW = "Multiply_Time_Number.xlsx - LibreOffice Calc"
 GUEST_FILE = "/home/user/Multiply_Time_Number.xlsx"

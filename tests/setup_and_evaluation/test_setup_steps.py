@@ -43,6 +43,7 @@ def test_every_step_type_has_a_handler() -> None:
     assert set(STEP_TYPES) - {"googledrive", "login"} == SUPPORTED_STEP_TYPES
 
 
+@pytest.mark.docker
 def test_download_goes_through_the_cache_into_the_guest(shared_desktop: Desktop, tmp_path: Path) -> None:
     www = tmp_path / "www"
     www.mkdir()
@@ -72,6 +73,7 @@ def test_download_goes_through_the_cache_into_the_guest(shared_desktop: Desktop,
     assert ctx.assets.contains(url)
 
 
+@pytest.mark.docker
 def test_offline_download_miss_is_a_setup_error_naming_the_fix(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path, offline=True)
     with pytest.raises(SetupError) as info:
@@ -89,6 +91,7 @@ def test_offline_download_miss_is_a_setup_error_naming_the_fix(shared_desktop: D
     assert not info.value.score_zero
 
 
+@pytest.mark.docker
 def test_guest_downloads_from_a_host_server_through_the_bridge(shared_desktop: Desktop, tmp_path: Path) -> None:
     from tests.setup_and_evaluation.desktop import bridge_gateway
 
@@ -102,6 +105,7 @@ def test_guest_downloads_from_a_host_server_through_the_bridge(shared_desktop: D
     assert guest.file("~/setup-test/guest-fetched.txt") == b"from the host\n"
 
 
+@pytest.mark.docker
 def test_upload_file_step(shared_desktop: Desktop, tmp_path: Path) -> None:
     local = tmp_path / "local.txt"
     local.write_text("uploaded\n")
@@ -128,6 +132,7 @@ def test_upload_file_step(shared_desktop: Desktop, tmp_path: Path) -> None:
         )
 
 
+@pytest.mark.docker
 def test_execute_placeholders_stdout_and_command_alias(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path, screen_width=1280, screen_height=720)
     run_setup(
@@ -165,6 +170,7 @@ def test_execute_placeholders_stdout_and_command_alias(shared_desktop: Desktop, 
     )
 
 
+@pytest.mark.docker
 def test_execute_until_polls_as_upstream(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     counter = f"/tmp/until-{time.monotonic_ns()}"
@@ -180,6 +186,7 @@ def test_execute_until_polls_as_upstream(shared_desktop: Desktop, tmp_path: Path
     assert records[0].note == "exit 7"
 
 
+@pytest.mark.docker
 def test_execute_until_never_met_is_bounded(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path, until_timeout=2.0)
     started = time.monotonic()
@@ -191,6 +198,7 @@ def test_execute_until_never_met_is_bounded(shared_desktop: Desktop, tmp_path: P
     assert "until_timeout" in str(info.value)
 
 
+@pytest.mark.docker
 def test_failing_steps_mask_or_score_zero_and_never_show_the_password(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path, client_password="s3cret-pw")
     plain = {"command": ["bash", "-c", "echo '{CLIENT_PASSWORD}' >&2; exit 4"]}
@@ -221,6 +229,7 @@ def test_failing_steps_mask_or_score_zero_and_never_show_the_password(shared_des
     assert refused.value.score_zero and refused.value.step_type == "launch"
 
 
+@pytest.mark.docker
 def test_sleep_step(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     started = time.monotonic()
@@ -228,6 +237,7 @@ def test_sleep_step(shared_desktop: Desktop, tmp_path: Path) -> None:
     assert time.monotonic() - started >= 0.5
 
 
+@pytest.mark.docker
 def test_launch_activate_and_close_windows(fresh_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(fresh_desktop, tmp_path)
     run_setup(
@@ -255,6 +265,7 @@ def test_launch_activate_and_close_windows(fresh_desktop: Desktop, tmp_path: Pat
     wait_for(lambda: not any("-win" in w for w in windows(ctx)), what="all closed")
 
 
+@pytest.mark.docker
 def test_open_waits_for_the_window(fresh_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(fresh_desktop, tmp_path)
     ctx.guest.upload("~/Documents/notes-open.txt", b"opened by the open step\n")
@@ -264,6 +275,7 @@ def test_open_waits_for_the_window(fresh_desktop: Desktop, tmp_path: Path) -> No
         run_setup(ctx, steps({"type": "open", "parameters": {"path": "~/Documents/absent.txt"}}))
 
 
+@pytest.mark.docker
 def test_change_wallpaper_then_vm_wallpaper(fresh_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(fresh_desktop, tmp_path)
     buffer = io.BytesIO()
@@ -276,6 +288,7 @@ def test_change_wallpaper_then_vm_wallpaper(fresh_desktop: Desktop, tmp_path: Pa
         run_setup(ctx, steps({"type": "change_wallpaper", "parameters": {"path": "~/Pictures/none.png"}}))
 
 
+@pytest.mark.docker
 def test_execute_with_verification(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     marker = f"/tmp/verified-{time.monotonic_ns()}"
@@ -311,6 +324,7 @@ def test_execute_with_verification(shared_desktop: Desktop, tmp_path: Path) -> N
         )
 
 
+@pytest.mark.docker
 def test_credential_steps_refuse(shared_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(shared_desktop, tmp_path)
     with pytest.raises(SetupError, match="Google credentials"):

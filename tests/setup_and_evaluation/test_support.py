@@ -79,6 +79,7 @@ def test_offline_needs_every_download_cached(tmp_path: Path) -> None:
     assert unsupported_reason(downloading, offline) is None
 
 
+@pytest.mark.docker
 def test_report_on_a_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tasks = write_jsonl(
         tmp_path / "t.jsonl",
@@ -110,6 +111,7 @@ def test_report_on_a_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "os/b" in report["unsupported"]
 
 
+@pytest.mark.docker
 def test_test_small_meets_the_support_target(capsys: pytest.CaptureFixture[str]) -> None:
     split = shared_examples() / "test_small.json"
     assert main(["tasks", "support", str(split)]) == 0
@@ -157,6 +159,7 @@ def test_on_osworld_vm_everything_the_engine_supports_is_runnable(capsys: pytest
     assert len(out) == 3 and all(row["engine"] == ["credentials"] and row["lacks"] == {} for row in out.values())
 
 
+@pytest.mark.docker
 def test_on_the_desktop_image_every_app_domain_runs(desktop_ref: str, capsys: pytest.CaptureFixture[str]) -> None:
     lines, report = _small_report(capsys, "desktop")
     sandbox = report["sandbox"]
@@ -185,6 +188,7 @@ def test_on_the_desktop_image_every_app_domain_runs(desktop_ref: str, capsys: py
     assert lines[-1] == "runnable on desktop: 36 of 39"
 
 
+@pytest.mark.docker
 def test_the_vm_sandbox_provides_what_the_desktop_image_does(desktop_ref: str) -> None:
     vm = provider_class("vm", Settings(sandbox="vm")).provides(Settings(sandbox="vm"))
     desktop = provider_class("desktop", Settings()).provides(Settings())

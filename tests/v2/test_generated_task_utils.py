@@ -394,6 +394,7 @@ def _write_tasks(root: Path) -> Path:
     return split
 
 
+@pytest.mark.docker
 def test_tasks_using_the_module_run_end_to_end(pytester: pytest.Pytester) -> None:
     try:
         docker.from_env().ping()

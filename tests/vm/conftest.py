@@ -17,6 +17,7 @@ from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_RUN_ID, EngineHost, Owne
 from pytest_osworld.settings import Settings
 from pytest_osworld.vm import config as vm_config
 from pytest_osworld.vm import runner_image
+from pytest_osworld.vm.kvm_probe import probe_boot
 from pytest_osworld.vm.provider import VmProvider
 
 TEST_MEMORY = "2000m"  # not the default 2048m: the tests' saved state is their own
@@ -40,6 +41,13 @@ def engine() -> Iterator[docker.DockerClient]:
 @pytest.fixture(scope="session")
 def runner(engine: docker.DockerClient) -> str:
     return runner_image.ensure_runner_image(engine)
+
+
+@pytest.fixture(scope="session")
+def kvm_boots(engine: docker.DockerClient, runner: str) -> bool:
+    """Whether KVM boots a guest on this host, by the probe's own boot (tests of what follows from the
+    answer hold either way; the probe's answer itself is tested in test_units.py)."""
+    return probe_boot(engine, runner, labels={}, accel="kvm", deadline=60).booted
 
 
 def remove_run(client: docker.DockerClient, run_id: str) -> list[str]:

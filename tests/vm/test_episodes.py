@@ -14,6 +14,8 @@ from tests.episode.runs import BUNDLED, Run, run_tasks
 from tests.support.taskfactory import task, write_jsonl
 from tests.vm.conftest import TEST_MEMORY
 
+pytestmark = pytest.mark.docker
+
 DOMAINS = "os or libreoffice_calc or libreoffice_writer"
 VM_ARGS = (
     "--osworld-sandbox",

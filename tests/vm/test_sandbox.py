@@ -13,6 +13,8 @@ from pytest_osworld.vm import snapshot, store
 from pytest_osworld.vm.provider import VmProvider, VmSandbox
 from pytest_osworld.vm.qmp import QmpClient
 
+pytestmark = pytest.mark.docker
+
 
 def test_a_restored_sandbox_answers_keeps_uploads_and_has_the_hosts_clock(provider: VmProvider) -> None:
     provider.ensure_state()
