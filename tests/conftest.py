@@ -2,12 +2,60 @@
 
 A test that needs the engine carries the ``docker`` marker (``pytest -m "not docker"`` runs the rest
 with no engine at all); one without it that reaches the engine fails (tests/support/engine_guard.py).
+Real runs that several tests read are session fixtures here, started once per session.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from tests.support import bundled_runs
+from tests.support.shared_runs import SharedRun, session_folder
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.import_plugin("tests.support.engine_guard")
+
+
+# --- the session's shared real runs (tests/support/shared_runs.py): started once, read by many tests
+
+
+@pytest.fixture(scope="session")
+def shared_runs_root(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    return session_folder(tmp_path_factory, worker_id)
+
+
+@pytest.fixture(scope="session")
+def bundled_oracle(shared_runs_root: Path) -> SharedRun:
+    """The oracle over every bundled task (the README's main job, with a judge that answers YES)."""
+    return bundled_runs.oracle_run(shared_runs_root)
+
+
+@pytest.fixture(scope="session")
+def bundled_null(shared_runs_root: Path, bundled_oracle: SharedRun) -> SharedRun:
+    """The null control over every bundled task, its gate against the oracle run."""
+    return bundled_runs.null_run(shared_runs_root, bundled_oracle)
+
+
+# --- how the suite runs in parallel (pytest -n N --dist loadgroup; docs/architecture.md, "The tests")
+
+# Tests that must share one xdist worker: the VM tests (QEMU under TCG takes a whole core for minutes,
+# and they share one saved state), and the readers of the bundled shared runs (the runs start several
+# desktops each; one lane keeps them from starving each other, and their readers wait on no other
+# worker). xdist schedules the largest groups first, so these long lanes start at once.
+_GROUPS_BY_FIXTURE = {"bundled_oracle": "bundled-runs", "bundled_null": "bundled-runs", "bad_actions": "bundled-runs"}
+_GROUPS_BY_FOLDER = {"vm": "vm"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        group = next((g for f, g in _GROUPS_BY_FIXTURE.items() if f in getattr(item, "fixturenames", ())), None)
+        if group is None:
+            folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+            group = _GROUPS_BY_FOLDER.get(folder)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

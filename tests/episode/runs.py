@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,8 @@ from tests.support.model_server import ModelServer
 from tests.support.paths import REPO
 
 BUNDLED = REPO / "tasks" / "examples.jsonl"
+_OUTCOME = re.compile(r"\b(PASSED|FAILED|MASKED|SKIPPED|ERROR)\b")
+_NODE = re.compile(r"::(\S+?)(?:\s|$)")
 
 
 @dataclass
@@ -36,6 +39,17 @@ class Run:
                 continue
             data = json.loads(path.read_text())
             found[f"{data['domain']}/{data['task_id']}"] = data
+        return found
+
+    def task_outcomes(self) -> dict[str, str]:
+        """``<domain>/<id>`` -> the word ``pytest -v`` printed for it (PASSED, FAILED, MASKED, SKIPPED, ERROR),
+        with or without xdist; the run must have been verbose."""
+        found: dict[str, str] = {}
+        for line in self.result.outlines:
+            word = _OUTCOME.search(line)
+            node = _NODE.search(line)
+            if word and node:
+                found.setdefault(node.group(1), word.group(1))
         return found
 
     def summary(self) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.episode.runs import run_tasks
+from tests.support.bundled_runs import task_keys
 from tests.support.paths import REPO
+from tests.support.shared_runs import SharedRun
 
 APPS = REPO / "tasks" / "apps.jsonl"
 DOMAINS = {"gimp", "vlc", "thunderbird", "vs_code", "libreoffice_impress"}
@@ -30,24 +31,23 @@ def test_every_app_domain_has_two_tasks_and_one_combines_apps() -> None:
 
 
 @pytest.mark.docker
-def test_oracle_passes_every_app_task(pytester: pytest.Pytester) -> None:
-    count = len(_tasks())
-    run = run_tasks(pytester, APPS, "-n", "2", "--osworld-agent", "oracle")
-    run.result.assert_outcomes(passed=count)
-    records = run.records()
-    assert len(records) == count
+def test_oracle_passes_every_app_task(bundled_oracle: SharedRun) -> None:
+    keys = task_keys(APPS)
+    records = {key: record for key, record in bundled_oracle.records().items() if key in keys}
+    assert set(records) == keys, bundled_oracle.result.stdout.str()
     assert {key: r["score"] for key, r in records.items()} == dict.fromkeys(records, 1.0)
     assert {r["domain"] for r in records.values()} == DOMAINS | {"multi_apps"}
-    assert run.result.ret == 0
+    outcomes = bundled_oracle.task_outcomes()
+    assert {key: outcomes.get(key) for key in keys} == dict.fromkeys(keys, "PASSED")
 
 
 @pytest.mark.docker
-def test_null_control_scores_zero_on_every_app_task(pytester: pytest.Pytester) -> None:
-    count = len(_tasks())
-    run = run_tasks(pytester, APPS, "-n", "2", "--osworld-agent", "null")
-    run.result.assert_outcomes(failed=count)
-    records = run.records()
-    assert len(records) == count
+def test_null_control_scores_zero_on_every_app_task(bundled_null: SharedRun) -> None:
+    keys = task_keys(APPS)
+    records = {key: record for key, record in bundled_null.records().items() if key in keys}
+    assert set(records) == keys, bundled_null.result.stdout.str()
     for key, record in records.items():
         assert record["score"] == 0.0, key
         assert record["termination"] == "done", key
+    outcomes = bundled_null.task_outcomes()
+    assert {key: outcomes.get(key) for key in keys} == dict.fromkeys(keys, "FAILED")

@@ -1,16 +1,17 @@
 """The bundled OSWorld-V2 tasks (``tasks/test_v2.json``) run end to end: the oracle scores 1 on each, the
-null control 0. The judge task's judge is a local model server that answers YES."""
+null control 0 (the session's shared runs of every bundled task, whose judge is a local model server that
+answers YES); a judge answering 500 masks every judge task."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
 from tests.episode.runs import run_tasks
-from tests.support.model_server import ModelServer, RecordedRequest, Reply, Status
+from tests.support.model_server import ModelServer, Status
 from tests.support.paths import REPO
+from tests.support.shared_runs import SharedRun
 
 pytestmark = pytest.mark.docker
 
@@ -21,34 +22,23 @@ IDS = json.loads(SPLIT.read_text())["tasks"]
 JUDGE = "judge"
 
 
-@pytest.fixture
-def judge() -> Iterator[ModelServer]:
-    """A judge that says YES to every question (the preflight's and the task's)."""
-    with ModelServer(models=[JUDGE]) as running:
-
-        def yes(_request: RecordedRequest) -> Reply:
-            return Reply("YES")
-
-        running.respond_with(JUDGE, yes)
-        yield running
-
-
 def judged(server: ModelServer) -> tuple[str, ...]:
     return ("--osworld-judge-url", server.openai_url, "--osworld-judge-model", JUDGE)
 
 
-def test_oracle_scores_one_on_every_bundled_v2_task(pytester: pytest.Pytester, judge: ModelServer) -> None:
-    # The README's command: the whole tasks folder, the V2 tasks picked by their marker.
-    run = run_tasks(pytester, TASKS, "-m", "v2", "-n", "2", "--osworld-agent", "oracle", *judged(judge))
-    records = run.records()
-    assert sorted(records) == [f"v2/{i}" for i in IDS], run.result.stdout.str()
+def test_oracle_scores_one_on_every_bundled_v2_task(bundled_oracle: SharedRun) -> None:
+    # The README's command: the whole tasks folder (the shared run), the V2 tasks among it.
+    records = {key: record for key, record in bundled_oracle.records().items() if key.startswith("v2/")}
+    assert sorted(records) == [f"v2/{i}" for i in IDS], bundled_oracle.result.stdout.str()
     assert {key: r["score"] for key, r in records.items()} == {f"v2/{i}": 1.0 for i in IDS}
-    run.result.assert_outcomes(passed=len(IDS))
+    outcomes = bundled_oracle.task_outcomes()
+    assert {f"v2/{i}": outcomes.get(f"v2/{i}") for i in IDS} == {f"v2/{i}": "PASSED" for i in IDS}
     # p03: the judge was asked about the summary the solution wrote.
-    asked = [t for r in judge.completions(JUDGE) for t in r.texts() if "Text to judge" in t]
+    asked = [t for t in bundled_oracle.notes["judge_texts"] if "Text to judge" in t]
     assert any("14 March" in t and "Harbor app launch" in t for t in asked), asked
     # p04: the answer came from the simulated user, asked once.
-    steps = [json.loads(line) for line in (run.run_dir / "v2" / "p04" / "traj.jsonl").read_text().splitlines()]
+    traj = (bundled_oracle.run_dir / "v2" / "p04" / "traj.jsonl").read_text().splitlines()
+    steps = [json.loads(line) for line in traj]
     asks = [
         s["action"] for s in steps if isinstance(s["action"], dict) and s["action"].get("action_type") == "ASK_USER"
     ]
@@ -59,16 +49,16 @@ def test_oracle_scores_one_on_every_bundled_v2_task(pytester: pytest.Pytester, j
     assert phases[0]["gate"] == "passed" and phases[0]["score"] == 1.0
 
 
-def test_null_control_scores_zero_on_every_bundled_v2_task(pytester: pytest.Pytester, judge: ModelServer) -> None:
-    run = run_tasks(pytester, SPLIT, "-n", "2", "--osworld-agent", "null", *judged(judge))
-    records = run.records()
-    assert sorted(records) == [f"v2/{i}" for i in IDS], run.result.stdout.str()
+def test_null_control_scores_zero_on_every_bundled_v2_task(bundled_null: SharedRun) -> None:
+    records = {key: record for key, record in bundled_null.records().items() if key.startswith("v2/")}
+    assert sorted(records) == [f"v2/{i}" for i in IDS], bundled_null.result.stdout.str()
     for key, record in records.items():
         assert record["score"] == 0.0, key
         assert record["termination"] == "done", key
-    run.result.assert_outcomes(failed=len(IDS))
+    outcomes = bundled_null.task_outcomes()
+    assert {f"v2/{i}": outcomes.get(f"v2/{i}") for i in IDS} == {f"v2/{i}": "FAILED" for i in IDS}
     # Nothing to judge: the judge task scored 0 without asking about a summary.
-    assert not [t for r in judge.completions(JUDGE) for t in r.texts() if "Text to judge" in t]
+    assert not [t for t in bundled_null.notes["judge_texts"] if "Text to judge" in t]
 
 
 def test_a_judge_answering_500_masks_every_bundled_judge_task_and_scores_none(pytester: pytest.Pytester) -> None:

@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from tests.episode.runs import BUNDLED, run_tasks
+from tests.support.bundled_runs import EVAL_SETTLE
+from tests.support.shared_runs import SharedRun
 from tests.support.taskfactory import task, write_jsonl
 
 pytestmark = pytest.mark.docker
@@ -62,13 +64,13 @@ def test_quiet_waits_for_a_result_file_written_after_the_last_action(pytester: p
     assert 1.0 <= fixed["settle"]["seconds"] < 2.0
 
 
-def test_the_oracle_passes_every_bundled_task_with_osworlds_20_second_wait(pytester: pytest.Pytester) -> None:
+def test_every_bundled_task_passes_with_osworlds_20_second_wait(bad_actions: SharedRun) -> None:
+    # The shared run of every bundled task waits OSWorld's fixed 20 s before each evaluation.
+    records = bad_actions.records()
     count = len(BUNDLED.read_text().splitlines())
-    # Four workers: most of each episode is the 20 s wait, which costs no CPU.
-    run = run_tasks(pytester, BUNDLED, "-n", "4", "--osworld-agent", "oracle", "--osworld-eval-settle", "20")
-    run.result.assert_outcomes(passed=count)
-    records = run.records()
     assert len(records) == count
+    bad_actions.result.assert_outcomes(passed=count)
     for key, record in records.items():
         assert record["score"] == 1.0, key
-        assert record["settle"]["mode"] == "fixed" and record["settle"]["seconds"] >= 20.0, key
+        settle = record["settle"]
+        assert settle["mode"] == "fixed" and settle["limit"] == EVAL_SETTLE and settle["seconds"] >= EVAL_SETTLE, key

@@ -36,8 +36,10 @@ from pytest_osworld.services.lock import lock_dir
 from pytest_osworld.services.pool import ServiceError, ServicePool, remove_services, run_token
 from tests.episode.runs import run_tasks
 from tests.services.conftest import run_leftovers
+from tests.support.bundled_runs import task_keys
 from tests.support.paths import REPO
 from tests.support.services import services_context
+from tests.support.shared_runs import SharedRun
 
 SERVER = REPO / "pytest_osworld" / "services" / "forge_server.py"
 FORGE_TASKS = REPO / "tasks" / "forge.jsonl"
@@ -869,19 +871,14 @@ def test_the_forge_tasks_pass_with_the_oracle_on_two_workers_and_never_show_the_
 
 
 @pytest.mark.docker
-def test_the_forge_tasks_score_zero_with_the_null_agent(
-    osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
-) -> None:
-    tasks = osworld_pytester.path / "forge.jsonl"
-    tasks.write_text(FORGE_TASKS.read_text())
-    run = run_tasks(osworld_pytester, tasks, "-p", "xdist", "-n", "2", "--osworld-agent", "null", run_id=run_id)
-    run.result.assert_outcomes(failed=2)
-    records = run.records()
+def test_the_forge_tasks_score_zero_with_the_null_agent(bundled_null: SharedRun, engine: docker.DockerClient) -> None:
+    keys = task_keys(FORGE_TASKS)
+    records = {key: record for key, record in bundled_null.records().items() if key in keys}
     assert {k: (r["score"], r["termination"]) for k, r in records.items()} == {
         "os/forge-push-typo-fix": (0.0, "done"),
         "os/forge-open-merge-request": (0.0, "done"),
     }
-    assert run_leftovers(engine, run_id) == ([], [])
+    assert run_leftovers(engine, bundled_null.run_id) == ([], [])
 
 
 def test_the_bundled_forge_tasks_are_well_formed() -> None:

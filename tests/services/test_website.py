@@ -21,10 +21,11 @@ from pytest_osworld.evaluation.getters.service import ServiceStateError
 from pytest_osworld.services import BUILTIN
 from pytest_osworld.services.access import ServiceAccess
 from pytest_osworld.services.pool import state_key
-from tests.episode.runs import run_tasks
 from tests.services.conftest import run_leftovers
+from tests.support.bundled_runs import task_keys
 from tests.support.paths import REPO
 from tests.support.services import WEBSITE_SOURCE, services_context, website_server
+from tests.support.shared_runs import SharedRun
 
 TASKS = REPO / "tasks" / "website.jsonl"
 
@@ -339,15 +340,16 @@ def test_service_state_getter_reads_the_tasks_own_state(shop: str, tmp_path: Pat
 
 @pytest.mark.docker
 def test_the_bundled_website_tasks_pass_with_the_oracle_on_one_shared_container(
-    osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
+    bundled_oracle: SharedRun, engine: docker.DockerClient
 ) -> None:
-    run = run_tasks(osworld_pytester, TASKS, "-p", "xdist", "-n", "2", "--osworld-agent", "oracle", run_id=run_id)
-    run.result.assert_outcomes(passed=2)
-    records = run.records()
-    assert set(records) == {"chrome/website-cart-checkout", "chrome/website-cheapest-mug"}
+    keys = task_keys(TASKS)
+    assert keys == {"chrome/website-cart-checkout", "chrome/website-cheapest-mug"}
+    records = {key: record for key, record in bundled_oracle.records().items() if key in keys}
+    assert set(records) == keys, bundled_oracle.result.stdout.str()
     assert all(r["score"] == 1.0 and r["termination"] == "done" for r in records.values())
     used = [r["services"]["website"] for r in records.values()]
-    assert len({u["id"] for u in used}) == 1  # one website container for the run
+    assert len({u["id"] for u in used}) == 1  # one website container for the run (two workers)
+    run_id = bundled_oracle.run_id
     assert {u["state_key"] for u in used} == {state_key(run_id, key) for key in records}  # a cookie per task
     assert all("needs_services" in r["markers"] for r in records.values())
     assert run_leftovers(engine, run_id) == ([], [])
@@ -355,10 +357,11 @@ def test_the_bundled_website_tasks_pass_with_the_oracle_on_one_shared_container(
 
 @pytest.mark.docker
 def test_the_bundled_website_tasks_fail_with_the_null_agent(
-    osworld_pytester: pytest.Pytester, engine: docker.DockerClient, run_id: str
+    bundled_null: SharedRun, engine: docker.DockerClient
 ) -> None:
-    run = run_tasks(osworld_pytester, TASKS, "--osworld-agent", "null", run_id=run_id)
-    run.result.assert_outcomes(failed=2)
-    records = run.records()
-    assert len(records) == 2 and all(r["score"] == 0.0 and not r["masked"] for r in records.values())
-    assert run_leftovers(engine, run_id) == ([], [])
+    keys = task_keys(TASKS)
+    records = {key: record for key, record in bundled_null.records().items() if key in keys}
+    assert set(records) == keys and all(r["score"] == 0.0 and not r["masked"] for r in records.values())
+    outcomes = bundled_null.task_outcomes()
+    assert {key: outcomes.get(key) for key in keys} == dict.fromkeys(keys, "FAILED")
+    assert run_leftovers(engine, bundled_null.run_id) == ([], [])

@@ -23,10 +23,6 @@ from pytest_osworld.vm.provider import VmProvider
 TEST_MEMORY = "2000m"  # not the default 2048m: the tests' saved state is their own
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: minutes of emulated VMs (whole task sets); deselect with -m 'not slow'")
-
-
 @pytest.fixture(scope="session")
 def engine() -> Iterator[docker.DockerClient]:
     try:

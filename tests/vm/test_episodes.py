@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,6 @@ from tests.vm.conftest import TEST_MEMORY
 
 pytestmark = pytest.mark.docker
 
-DOMAINS = "os or libreoffice_calc or libreoffice_writer"
 VM_ARGS = (
     "--osworld-sandbox",
     "vm",
@@ -27,6 +27,8 @@ VM_ARGS = (
     "--osworld-reset",
     "snapshot",
 )
+# Under TCG LibreOffice takes tens of seconds to draw its first window: a WAIT must cover that.
+SLOW = ("--osworld-wait-seconds", "30", "--osworld-settle", "2")
 
 
 def _qemu_processes_of(container_id: str) -> list[int]:
@@ -45,21 +47,29 @@ def _qemu_processes_of(container_id: str) -> list[int]:
     return found
 
 
-def test_qemu_killed_mid_task_masks_the_task_and_leaves_nothing(pytester: pytest.Pytester) -> None:
+# The fewest tasks that prove episodes on the VM: a quick os task and a LibreOffice one (an application
+# under QEMU), each from the saved state.
+PASSING = "os-rename-report or writer-add-closing"
+
+
+def test_qemu_killed_mid_task_masks_that_task_and_the_others_pass_from_the_snapshot(pytester: pytest.Pytester) -> None:
+    """One run, one sandbox at a time: QEMU killed under one task masks just that task; the bundled tasks
+    beside it pass, each on a VM restored from the saved state; nothing is left."""
     pytester.makeini("[pytest]\n")
     engine = docker.from_env()
     run_id = "vm-kill"
     acting = "import pathlib, time; pathlib.Path('/tmp/acting').touch(); time.sleep(100)"
-    write_jsonl(pytester.path / "t.jsonl", [task("killed", config=[], solution=[acting, "DONE"])])
+    tasks = [task("killed", config=[], solution=[acting, "DONE"])]
+    tasks += [json.loads(line) for line in BUNDLED.read_text().splitlines()]
+    write_jsonl(pytester.path / "t.jsonl", tasks)
     outcome: dict[str, Run] = {}
+    args = ("-k", f"killed or {PASSING}", "--osworld-agent", "oracle", *VM_ARGS, *SLOW)
     runner = threading.Thread(
-        target=lambda: outcome.setdefault(
-            "run", run_tasks(pytester, pytester.path / "t.jsonl", "--osworld-agent", "oracle", *VM_ARGS, run_id=run_id)
-        ),
+        target=lambda: outcome.setdefault("run", run_tasks(pytester, pytester.path / "t.jsonl", *args, run_id=run_id)),
     )
     runner.start()
     killed_in = None
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + 900
     while runner.is_alive() and time.monotonic() < deadline and killed_in is None:
         time.sleep(0.5)  # poll interval: is the task's action running in a sandbox of the run yet?
         for container in engine.containers.list(
@@ -83,31 +93,27 @@ def test_qemu_killed_mid_task_masks_the_task_and_leaves_nothing(pytester: pytest
                 kill = container.exec_run(["sh", "-c", "kill -KILL $(cat /run/vm/qemu.pid)"])
                 assert kill.exit_code == 0, kill.output
                 killed_in = container.id
-    runner.join(timeout=600)
+    runner.join(timeout=900)
     assert killed_in is not None, "the task's action never started in a sandbox"
     run = outcome["run"]
     assert run.result.parseoutcomes().get("masked") == 1, run.result.stdout.str()
     record = run.record("os/killed")
     assert record["termination"] == "sandbox_lost" and record["masked"] is True and record["score"] is None
     assert record["sandbox"]["profile"] == "vm"
+    passed = {k: r for k, r in run.records().items() if k != "os/killed"}
+    assert {r["domain"] for r in passed.values()} == {"os", "libreoffice_writer"}, run.result.stdout.str()
+    assert {k: r["score"] for k, r in passed.items()} == dict.fromkeys(passed, 1.0), run.result.stdout.str()
+    assert {r["sandbox"]["reset"] for r in passed.values()} == {"snapshot"}
     left = engine.containers.list(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"})
     assert [c.name for c in left] == []
     assert _qemu_processes_of(killed_in) == []
 
 
-@pytest.mark.slow
-def test_oracle_passes_and_null_scores_zero_on_the_bundled_os_and_libreoffice_tasks(pytester: pytest.Pytester) -> None:
+def test_the_null_control_scores_zero_on_the_vm(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\n")
-    # Under TCG LibreOffice takes tens of seconds to draw its first window: a WAIT must cover that.
-    slow = ("--osworld-wait-seconds", "30", "--osworld-settle", "2")
-    oracle = run_tasks(
-        pytester, BUNDLED, "-m", DOMAINS, "--osworld-agent", "oracle", *VM_ARGS, *slow, run_id="vm-oracle"
-    )
-    records = oracle.records()
-    domains = {r["domain"] for r in records.values()}
-    assert domains == {"os", "libreoffice_calc", "libreoffice_writer"}, domains
-    assert {k: r["score"] for k, r in records.items()} == dict.fromkeys(records, 1.0), oracle.result.stdout.str()
-    assert {r["sandbox"]["reset"] for r in records.values()} == {"snapshot"}
-    null = run_tasks(pytester, BUNDLED, "-m", DOMAINS, "--osworld-agent", "null", *VM_ARGS, run_id="vm-null")
+    null = run_tasks(pytester, BUNDLED, "-k", PASSING, "--osworld-agent", "null", *VM_ARGS, run_id="vm-null")
     scores = {k: r["score"] for k, r in null.records().items()}
-    assert scores == dict.fromkeys(records, 0.0), null.result.stdout.str()
+    assert scores == {"os/os-rename-report": 0.0, "libreoffice_writer/writer-add-closing": 0.0}, (
+        null.result.stdout.str()
+    )
+    assert {r["sandbox"]["reset"] for r in null.records().values()} == {"snapshot"}
