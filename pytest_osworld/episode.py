@@ -471,10 +471,10 @@ class Episode:
             return
         try:
             found = self.guest.restarts()
-        except GuestError:
+            if found is not None:
+                self.result.restarts = [RestartRecord.model_validate(each) for each in found]
+        except (GuestError, ValueError):  # ValueError: pydantic's, for entries of another shape
             return
-        if found is not None:
-            self.result.restarts = [RestartRecord.model_validate(each) for each in found]
 
     def _finish(self, started: float) -> None:
         self._read_restarts()
