@@ -9,6 +9,10 @@ As OSWorld's loop: the first observation is taken after setup and a wait for wha
 (``start_settle``), each step's screenshot (and the next observation) after its actions; pyautogui
 code gets upstream's ``<`` rewrite before it is sent; the evaluation waits for the guest to settle
 first (``eval_settle``).
+
+An action may kill the desktop's own processes (``pkill python3``, ``kill -9 -1``): the guest's
+supervisor starts them again, the action's step records its failure, and the episode goes on with
+what is left, as on OSWorld's VM. The record lists the restarts the guest reports (``restarts``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,15 @@ from pytest_osworld.evaluation.evaluate import evaluate
 from pytest_osworld.guest.client import GuestError, GuestUnreachable
 from pytest_osworld.models.base import ModelError
 from pytest_osworld.models.messages import Message, Text
-from pytest_osworld.results.record import Durations, LoopRecord, StepRecord, TaskResult, Termination, Usage
+from pytest_osworld.results.record import (
+    Durations,
+    LoopRecord,
+    RestartRecord,
+    StepRecord,
+    TaskResult,
+    Termination,
+    Usage,
+)
 from pytest_osworld.settle import START_QUIET_LIMIT_S, wait_fixed, wait_quiet, watched_files
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.errors import SetupError
@@ -104,6 +116,8 @@ class Episode:
         self.recorder = recorder
         self.context = context
         self.guest = context.guest
+        # A wait for a restarting guest server ends at once when the sandbox itself has stopped.
+        self.guest.sandbox_alive = sandbox.alive
         self.result = result
         self.durations = Durations(sandbox_ready=sandbox.ready_seconds)
         self.screen_size = (settings.screen_width, settings.screen_height)
@@ -450,7 +464,20 @@ class Episode:
         result.termination, result.score, result.metric_scores = Termination.SERVICE_ERROR, None, []
         result.message = problem + ended
 
+    def _read_restarts(self) -> None:
+        """Which supervised processes of the guest restarted (an agent's action may have killed them):
+        best effort, read from a guest that still answers; None when it cannot say."""
+        if self.result.termination in (Termination.SANDBOX_LOST, Termination.SANDBOX_ERROR, Termination.INTERRUPTED):
+            return
+        try:
+            found = self.guest.restarts()
+            if found is not None:
+                self.result.restarts = [RestartRecord.model_validate(each) for each in found]
+        except (GuestError, ValueError):  # ValueError: pydantic's, for entries of another shape
+            return
+
     def _finish(self, started: float) -> None:
+        self._read_restarts()
         self.durations.total = round(time.monotonic() - started, 3)
         self.result.durations = self.durations
         self.result.finished_at = now_iso()

@@ -19,6 +19,13 @@ An agent's action (:meth:`GuestClient.run_action`) is different: whatever it doe
 business, so it always ends with an :class:`ExecResult` (an exit status, an error, a time-out) and
 raises only :class:`GuestUnreachable`, when the guest is gone. It is sent again only when the
 connection was refused, that is when it never reached the guest.
+
+The desktop's guest server is supervised: killed inside a sandbox that still runs (an agent's
+``pkill python3``), it is back within seconds. So a request that finds it gone waits for it, polling
+``/platform`` (a readiness check) within the retry budget, and gives up at once when the sandbox
+itself is found stopped (``sandbox_alive``). The action whose connection dropped has failed (its
+result says so); a call sent once (``/execute``, ``/setup/launch``, ...) that follows a drop waits
+for the guest first, and is never sent again after it reached the guest.
 """
 
 from __future__ import annotations
@@ -158,10 +165,15 @@ class GuestClient:
         timeouts: Timeouts | None = None,
         retry_budget: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        sandbox_alive: Callable[[], bool] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeouts = timeouts or Timeouts()
         self.retry_budget = retry_budget
+        # Whether the sandbox still runs (asks its engine, not the guest): a wait for the guest
+        # server ends as soon as it says no. None: wait out the budget.
+        self.sandbox_alive = sandbox_alive
+        self._dropped = False  # the last request found no guest server; the next one waits for it
         self._http = httpx.Client(
             base_url=self.base_url,
             timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect),
@@ -188,11 +200,15 @@ class GuestClient:
         """One request; a transport failure becomes :class:`GuestUnreachable`."""
         timeout = self._timeout(read_timeout if read_timeout is not None else self.timeouts.read)
         try:
-            return self._http.request(method, endpoint, timeout=timeout, **kwargs)
+            response = self._http.request(method, endpoint, timeout=timeout, **kwargs)
         except httpx.TimeoutException as exc:
+            self._dropped = True
             raise GuestUnreachable(endpoint, f"no answer in time ({type(exc).__name__})", self.base_url) from None
         except httpx.TransportError as exc:
+            self._dropped = True
             raise GuestUnreachable(endpoint, f"{type(exc).__name__}: {exc}", self.base_url) from None
+        self._dropped = False
+        return response
 
     @staticmethod
     def _check(endpoint: str, response: httpx.Response) -> httpx.Response:
@@ -201,7 +217,30 @@ class GuestClient:
         return response
 
     def _once(self, method: str, endpoint: str, **kwargs: Any) -> httpx.Response:
+        if self._dropped:
+            self._await_server(endpoint, time.monotonic() + self.retry_budget)
         return self._check(endpoint, self._send(method, endpoint, **kwargs))
+
+    def _await_server(self, endpoint: str, deadline: float) -> None:
+        """Return once the guest server answers ``/platform`` again (a supervised one restarts within
+        seconds); :class:`GuestUnreachable` for ``endpoint`` once the sandbox is found stopped or
+        ``deadline`` (a :func:`time.monotonic` instant) has passed."""
+        delay = 0.05
+        while True:
+            try:
+                response = self._http.get("/platform", timeout=self._timeout(5.0))
+                if response.status_code == 200:
+                    self._dropped = False
+                    return
+                last = f"/platform answered {response.status_code}"
+            except httpx.TransportError as exc:  # time-outs included
+                last = type(exc).__name__
+            if self.sandbox_alive is not None and not self.sandbox_alive():
+                raise GuestUnreachable(endpoint, f"the sandbox is no longer running (last: {last})", self.base_url)
+            if time.monotonic() + delay > deadline:
+                raise GuestUnreachable(endpoint, f"the guest server did not come back (last: {last})", self.base_url)
+            time.sleep(delay)  # poll interval of the readiness check
+            delay = min(delay * 2, 1.0)
 
     def _idempotent(
         self,
@@ -224,14 +263,15 @@ class GuestClient:
             try:
                 response = self._send(method, endpoint, **kwargs)
             except GuestUnreachable:
-                if time.monotonic() + delay > deadline:
+                if time.monotonic() >= deadline:
                     raise
-            else:
-                if accept is not None and accept(response):
-                    return response
-                if response.status_code not in TRANSIENT_STATUSES or time.monotonic() + delay > deadline:
-                    return self._check(endpoint, response)
-            time.sleep(delay)  # backoff between attempts while the guest comes back
+                self._await_server(endpoint, deadline)  # then the same request again
+                continue
+            if accept is not None and accept(response):
+                return response
+            if response.status_code not in TRANSIENT_STATUSES or time.monotonic() + delay > deadline:
+                return self._check(endpoint, response)
+            time.sleep(delay)  # backoff while the guest answers that it is not ready (e.g. no display yet)
             delay = min(delay * 2, 2.0)
 
     @staticmethod
@@ -367,24 +407,31 @@ class GuestClient:
         body = {"command": ["python3", "-c", PYAUTOGUI_PREFIX + code], "shell": False, "timeout_seconds": timeout}
         wait = timeout + ACTION_ANSWER_GRACE_S
         deadline = time.monotonic() + self.retry_budget
-        delay = 0.25
+        if self._dropped:
+            self._await_server(endpoint, deadline)
         while True:
             try:
                 response = self._http.post(endpoint, json=body, timeout=self._timeout(wait))
                 break
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if time.monotonic() + delay > deadline:
+                # Refused: the action never reached the guest; it is sent again once the guest answers.
+                if time.monotonic() >= deadline:
                     raise GuestUnreachable(endpoint, f"{type(exc).__name__}: {exc}", self.base_url) from None
+                self._await_server(endpoint, deadline)
             except httpx.TimeoutException:
                 # Sent but unanswered: a guest server that does not honour timeout_seconds (OSWorld's
-                # own kills at 120 s), or a hung guest, which the liveness check tells apart.
-                self._check_alive()
+                # own kills at 120 s), or a hung guest, which the readiness check tells apart.
+                self._await_server(endpoint, time.monotonic() + self.retry_budget)
                 return _action_failure(f"the guest did not answer within {wait:g} s", timed_out=True)
             except httpx.TransportError as exc:
-                self._check_alive()
-                return _action_failure(f"the connection dropped while the action ran ({type(exc).__name__}: {exc})")
-            time.sleep(delay)  # backoff while the guest's port refuses connections
-            delay = min(delay * 2, 2.0)
+                # The guest server ended while the action ran (the action may have killed it): the
+                # action failed; the episode goes on once the supervised server answers again.
+                self._await_server(endpoint, time.monotonic() + self.retry_budget)
+                return _action_failure(
+                    f"the connection dropped while the action ran ({type(exc).__name__}: {exc}); "
+                    "the guest server answered again afterwards"
+                )
+        self._dropped = False
         data = _json_object(response)
         if response.status_code == 200:
             if not data:
@@ -396,10 +443,6 @@ class GuestClient:
         if data.get("timed_out") or (response.status_code == 500 and "timed out" in message):
             return _action_failure(f"timed out: {message}", timed_out=True, output=output)
         return _action_failure(f"guest answered {response.status_code}: {message}", output=output)
-
-    def _check_alive(self) -> None:
-        """Return when the guest answers a read within the retry budget; else :class:`GuestUnreachable`."""
-        self._idempotent("GET", "/platform")
 
     def launch(self, command: str | list[str], shell: bool = False) -> str:
         """Start a program and return at once. Sent once, never retried."""
@@ -421,6 +464,21 @@ class GuestClient:
         return self._once(
             "POST", "/setup/close_window", json={"window_name": window_name, "strict": strict, "by_class": by_class}
         ).text
+
+    # --- the project's own --------------------------------------------------------------------
+
+    def restarts(self) -> list[dict[str, Any]] | None:
+        """The supervised processes that restarted in the guest, and when (``GET /pytest-osworld/restarts``):
+        a list of ``{process, at, exit_code, signal, down_seconds}``; None from a guest without it (404)."""
+        endpoint = "/pytest-osworld/restarts"
+        response = self._idempotent("GET", endpoint, accept=lambda r: r.status_code == 404)
+        if response.status_code == 404:
+            return None
+        data = self._json(endpoint, response)
+        found = data.get("restarts") if isinstance(data, dict) else None
+        if not isinstance(found, list) or not all(isinstance(each, dict) for each in found):
+            raise GuestRequestError(endpoint, response.status_code, f"expected a list of restarts, got {found!r:.200}")
+        return found
 
     # --- recording ----------------------------------------------------------------------------
 

@@ -141,6 +141,17 @@ class ServiceRecord(BaseModel):
     state_key: str | None = None  # the value of the service's per-task state key (e.g. a cookie), if it has one
 
 
+class RestartRecord(BaseModel):
+    """A supervised process of the guest that was started again (``TaskResult.restarts``), as the
+    guest reports it: an agent's action may kill the desktop's processes, and they come back."""
+
+    process: str  # the supervised service: guest-server, xvfb, openbox, x11vnc, dbus
+    at: str  # when it was started again, ISO 8601 (the guest's clock)
+    exit_code: int | None = None  # how the process before it ended: its exit code,
+    signal: int | None = None  # or the signal that killed it
+    down_seconds: float | None = None  # from that end to this start
+
+
 class TaskResult(BaseModel):
     """What happened to one task in one run: written atomically to ``result.json`` the moment it ends."""
 
@@ -175,6 +186,10 @@ class TaskResult(BaseModel):
     settle: SettleRecord | None = None  # before the evaluation
     loop: LoopRecord | None = None
     services: dict[str, ServiceRecord] | None = None  # the shared services the task used, by name
+    # The guest's supervised processes that restarted during the episode (an agent's action killed
+    # them); [] when none did, None when the guest cannot say (OSWorld's VM, a lost sandbox) and in
+    # records written before it existed.
+    restarts: list[RestartRecord] | None = None
     related_apps: list[str] = Field(default_factory=list)
     markers: list[str] = Field(default_factory=list)
     worker: str | None = None

@@ -38,7 +38,11 @@ def test_the_build_context_ships_the_server_and_the_session(tmp_path: Path) -> N
     assert {
         "Dockerfile",
         "bin/session.sh",
+        "bin/supervised/lib.sh",
+        "bin/supervised/guest-server",
+        "etc/sudoers/pytest-osworld-session",
         "guest_server/app.py",
+        "guest_server/supervision.py",
         "ca-certificates.crt",
     } <= names
     assert not any("__pycache__" in name for name in names)

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 from flask import Flask, Response, jsonify, request, send_file
 from werkzeug.exceptions import HTTPException
 
-from . import accessibility, commands, display, files, wallpaper, windows
+from . import accessibility, commands, display, files, supervision, wallpaper, windows
 from .fields import (
     ApiError,
     bool_field,
@@ -227,6 +227,12 @@ def create_app() -> Flask:
     def end_recording() -> Response:
         path = recorder.stop()
         return send_file(path, mimetype="video/mp4", as_attachment=True, download_name=path.name)
+
+    # The project's own, beyond OSWorld's API: which supervised processes restarted (docs/desktop-image.md).
+
+    @app.get("/pytest-osworld/restarts")
+    def supervised_restarts() -> Response:
+        return jsonify(supervision.report())
 
     return app
 

@@ -50,8 +50,18 @@ class _XFixesCursorImage(ctypes.Structure):
     ]
 
 
+# libX11's handlers of a lost connection: both are called, in this order, and the defaults exit the
+# process. Handlers that return let the call in flight fail instead (libX11 1.7 and later).
+_IOErrorHandler = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+_IOErrorExitHandler = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+
 class _PointerSource:
-    """The pointer's image and position through libXfixes, on one connection behind a lock."""
+    """The pointer's image and position through libXfixes, on one connection behind a lock.
+
+    The X server may go away under it (its supervisor restarts a killed Xvfb): the connection is
+    then dropped, never used or closed again, and the read is tried once more on a new one.
+    """
 
     def __init__(self, display_name: str) -> None:
         self._display_name = display_name.encode()
@@ -66,15 +76,45 @@ class _PointerSource:
         self._xfixes.XFixesGetCursorImage.argtypes = [ctypes.c_void_p]
         self._connection: int | None = None
         self._cache: tuple[int, Image.Image] | None = None  # (cursor serial, image)
+        self._lost = False  # set by the handlers below while a call is in flight
+        # Kept referenced: libX11 calls them for as long as the process lives.
+        self._on_io_error = _IOErrorHandler(self._io_error)
+        self._on_io_error_exit = _IOErrorExitHandler(self._io_error_exit)
+        self._survives_loss = hasattr(self._xlib, "XSetIOErrorExitHandler")
+        if self._survives_loss:
+            self._xlib.XSetIOErrorHandler.argtypes = [_IOErrorHandler]
+            self._xlib.XSetIOErrorHandler(self._on_io_error)
+            self._xlib.XSetIOErrorExitHandler.argtypes = [ctypes.c_void_p, _IOErrorExitHandler, ctypes.c_void_p]
+
+    def _io_error(self, _display: int) -> int:
+        self._lost = True
+        return 0
+
+    def _io_error_exit(self, _display: int, _data: int) -> None:
+        self._lost = True
+
+    def _connect(self) -> int:
+        connection = self._xlib.XOpenDisplay(self._display_name)
+        if not connection:
+            raise ApiError(503, f"cannot open X display {self._display_name.decode()}")
+        if self._survives_loss:
+            self._xlib.XSetIOErrorExitHandler(connection, self._on_io_error_exit, None)
+        return int(connection)
 
     def read(self) -> Pointer:
         with self._lock:
-            if self._connection is None:
-                self._connection = self._xlib.XOpenDisplay(self._display_name)
-                if not self._connection:
-                    self._connection = None
-                    raise ApiError(503, f"cannot open X display {self._display_name.decode()}")
-            found = self._xfixes.XFixesGetCursorImage(self._connection)
+            for attempt in (1, 2):
+                if self._connection is None:
+                    self._connection = self._connect()
+                self._lost = False
+                found = self._xfixes.XFixesGetCursorImage(self._connection)
+                if not self._lost:
+                    break
+                if found:
+                    self._xlib.XFree(found)
+                self._connection = None  # the X server went away: this connection is dead
+                if attempt == 2:
+                    raise ApiError(503, f"the X display {self._display_name.decode()} went away")
             if not found:
                 return Pointer(0, 0, None, 0, 0)
             try:

@@ -1,62 +1,44 @@
 #!/bin/bash
-# The desktop session of the container, run as `user` under tini:
-# Xvfb -> session bus -> window manager -> VNC live view -> guest server (port 5000).
-# Each step that the next one needs is waited for with a readiness check, never a fixed sleep.
+# The desktop session: PID 1 of the container (and of the VM, whose init execs it as root).
+#
+# Its processes are supervised so that whatever the desktop user kills comes back within a second
+# or two: Xvfb, the session bus, openbox, x11vnc and the guest server each run under runit's runsv
+# (bin/supervised/), as `user`. The supervisor runs as root, out of the desktop user's reach
+# (`kill -9 -1`, `pkill -f guest` as `user` cannot touch it), under tini, which reaps orphans and
+# hands `docker stop`'s SIGTERM on.
+#
+# The container starts as `user` (the image's user, which `docker exec` keeps): this script becomes
+# root through sudo, which execs it in place (etc/sudoers/pytest-osworld-session), so PID 1 stays
+# one process that the desktop user cannot signal.
 set -euo pipefail
 
-width="${SCREEN_WIDTH:-1920}"
-height="${SCREEN_HEIGHT:-1080}"
-depth="${SCREEN_DEPTH:-24}"
-export DISPLAY="${DISPLAY:-:0}"
-display_number="${DISPLAY#:}"
-display_number="${display_number%%.*}"
+self=/usr/local/lib/pytest-osworld/session.sh
+supervised=/usr/local/lib/pytest-osworld/supervised
+run_dir=/run/pytest-osworld
+services=(xvfb dbus openbox x11vnc guest-server)
 
-log() { echo "session: $*" >&2; }
-fail() { log "$*"; exit 1; }
-
-# After `docker restart` the previous session's lock and sockets are still there; nothing else in
-# this container can own them.
-rm -f "/tmp/.X${display_number}-lock" "/tmp/.X11-unix/X${display_number}"
-if [[ "$DBUS_SESSION_BUS_ADDRESS" == unix:path=* ]]; then
-    rm -f "${DBUS_SESSION_BUS_ADDRESS#unix:path=}"
+if [[ "$(id -u)" != 0 ]]; then
+    # The environment goes along whole: sudo would drop part of it (PYTHONPATH, LD_*) and add its own.
+    exec sudo -n "$self" --environment "$(env -0 | base64 -w0)"
+fi
+if [[ "${1:-}" == --environment ]]; then
+    mapfile -d '' -t given < <(printf '%s' "$2" | base64 -d)
+    exec env -i "${given[@]}" "$self"
 fi
 
-# Xvfb writes its display number to -displayfd once it accepts connections.
-ready_fifo="$(mktemp -u /tmp/xvfb-ready.XXXXXX)"
-mkfifo "$ready_fifo"
-# -noreset: without it the server resets (keymap, root window) whenever its last client leaves.
-Xvfb "$DISPLAY" -screen 0 "${width}x${height}x${depth}" -nolisten tcp -noreset -dpi 96 \
-    +extension RANDR -displayfd 3 3>"$ready_fifo" &
-xvfb_pid=$!
-if ! read -r -t 30 announced <"$ready_fifo"; then
-    fail "Xvfb did not become ready on $DISPLAY within 30 s"
-fi
-rm -f "$ready_fifo"
-[[ "$announced" == "$display_number" ]] || log "Xvfb announced display :$announced"
-kill -0 "$xvfb_pid" 2>/dev/null || fail "Xvfb exited at start"
-
-# Xvfb's default keymap has `less` on the ISO key (94) whose shifted symbol is `greater`, so
-# xdotool and pyautogui type "<" as ">". Without it, "<" is Shift+comma as on a US keyboard.
-xmodmap -e "keycode 94 =" || log "could not clear keycode 94; '<' may type as '>'"
-
-# Session bus at the address OSWorld's tasks use (unix:path=/run/user/1000/bus); --fork returns
-# once it listens. AT-SPI and dconf are started on demand through it.
-dbus-daemon --session --address="$DBUS_SESSION_BUS_ADDRESS" --fork --nopidfile --nosyslog \
-    >/dev/null || fail "the session bus did not start"
-
-openbox --sm-disable >/tmp/openbox.log 2>&1 &
-
-x11vnc -display "$DISPLAY" -rfbport 8006 -forever -shared -nopw -quiet -noxdamage \
-    -noipv6 >/tmp/x11vnc.log 2>&1 &
-
-# The window manager owns the screen once wmctrl can read its name: from then on window
-# activation and closing through wmctrl work.
-for _ in $(seq 1 500); do
-    wmctrl -m >/dev/null 2>&1 && break
-    sleep 0.02  # poll interval
+# The services' directories, made afresh at every start (after `docker restart` too): runsv keeps
+# its state in them. The log of starts and ends is the guest's record of restarts (GET
+# /pytest-osworld/restarts); only root writes it.
+rm -rf "$run_dir/service"
+install -d -m 0755 "$run_dir" "$run_dir/service"
+: >"$run_dir/supervised.jsonl"
+chmod 0644 "$run_dir/supervised.jsonl"
+for service in "${services[@]}"; do
+    install -d -m 0755 "$run_dir/service/$service"
+    ln -s "$supervised/$service" "$run_dir/service/$service/run"
+    ln -s "$supervised/finish" "$run_dir/service/$service/finish"
 done
-wmctrl -m >/dev/null 2>&1 || log "the window manager is not up yet; starting the guest server anyway"
+install -d -m 0700 -o user -g user "${XDG_RUNTIME_DIR:-/run/user/1000}"
 
-cd "$HOME"
-export PYTHONPATH="/usr/local/lib/pytest-osworld${PYTHONPATH:+:$PYTHONPATH}"
-exec python3 -m guest_server
+# -P: each runsv in a session of its own, so a signal to the supervisor's group is not theirs.
+exec /usr/bin/tini -g -- /usr/bin/runsvdir -P "$run_dir/service"
