@@ -185,10 +185,14 @@ def wait_ready(
                 container.reload()
             except docker.errors.NotFound:
                 raise explain(NotReady(running.name, "removed", last, time.monotonic() - begun)) from None
-            if container.status not in ("created", "running"):
-                raise explain(
-                    NotReady(running.name, "ended", last, time.monotonic() - begun, state_and_logs(container))
-                )
+            except _ENGINE_ERRORS as exc:
+                # The engine is away (restarting): polled on; once it answers, the container's state tells.
+                last = f"{last}; the engine did not answer ({type(exc).__name__})"
+            else:
+                if container.status not in ("created", "running"):
+                    raise explain(
+                        NotReady(running.name, "ended", last, time.monotonic() - begun, state_and_logs(container))
+                    )
             if time.monotonic() >= deadline:
                 waited = time.monotonic() - begun
                 raise explain(NotReady(running.name, "deadline", last, waited, state_and_logs(container)))
@@ -245,6 +249,10 @@ class Containers:
             except docker.errors.APIError as exc:
                 raise SandboxError(
                     f"the engine at {self.host.display} refused to start {refused}: {exc.explanation or exc}"
+                ) from None
+            except _ENGINE_ERRORS as exc:  # no answer at all: the engine is down or restarting
+                raise SandboxError(
+                    f"the engine at {self.host.display} did not answer while starting {refused}: {exc}"
                 ) from None
             addresses = self.ports.addresses(container, published, forwards, what=port_kind)
             return RunningContainer(container=container, name=name, addresses=addresses, forwards=forwards)
