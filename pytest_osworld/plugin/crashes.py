@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from pytest_osworld.errors import OsworldError
-from pytest_osworld.plugin.outcomes import report_info, set_report_info
+from pytest_osworld.plugin.outcomes import record_info, report_info, set_report_info
 from pytest_osworld.plugin.run import get_run
 from pytest_osworld.results.manifest import read_manifest
 from pytest_osworld.results.record import TaskResult, Termination
@@ -82,7 +82,7 @@ class WorkerCrashes:
                 f"worker {worker} died after {key} was recorded ({record.termination.value}); the record stands"
             )
             if crashitem not in self._reported:
-                set_report_info(report, _info(key, record))
+                set_report_info(report, record_info(key, record))
             return
         message = (
             f"the xdist worker {worker} running it died (killed, or out of memory) before the episode ended; "
@@ -109,7 +109,7 @@ class WorkerCrashes:
             message += f" (its record could not be written: {exc})"
         report.when = "setup"  # a mask is an error (JUnit <error>), as the worker's are
         report.longrepr = f"masked (worker_lost): {message}"
-        set_report_info(report, _info(key, result))
+        set_report_info(report, record_info(key, result))
 
 
 def _record(store: RunStore, key: str) -> TaskResult | None:
@@ -122,17 +122,6 @@ def _record(store: RunStore, key: str) -> TaskResult | None:
 
 def _finished(record: TaskResult) -> float:
     return datetime.fromisoformat(record.finished_at).timestamp() if record.finished_at else 0.0
-
-
-def _info(key: str, result: TaskResult) -> dict[str, Any]:
-    status = "masked" if result.masked else ("passed" if result.success else "failed")
-    return {
-        "key": key,
-        "status": status,
-        "termination": result.termination.value,
-        "score": result.score if result.valid else None,
-        "message": result.message,
-    }
 
 
 def configure(config: pytest.Config) -> None:
