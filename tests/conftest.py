@@ -17,6 +17,7 @@ from tests.support.shared_runs import SharedRun, session_folder
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.import_plugin("tests.support.engine_guard")
+    config.pluginmanager.import_plugin("tests.support.xdist_groups")
 
 
 # --- the session's shared real runs (tests/support/shared_runs.py): started once, read by many tests
@@ -49,7 +50,7 @@ _GROUPS_BY_FIXTURE = {"bundled_oracle": "bundled-runs", "bundled_null": "bundled
 _GROUPS_BY_FOLDER = {"vm": "vm"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+@pytest.hookimpl(tryfirst=True)  # before the hooks that read the groups (tests/support/xdist_groups.py)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
