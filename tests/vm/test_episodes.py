@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -62,6 +63,7 @@ def test_qemu_killed_mid_task_masks_that_task_and_the_others_pass_from_the_snaps
     tasks = [task("killed", config=[], solution=[acting, "DONE"])]
     tasks += [json.loads(line) for line in BUNDLED.read_text().splitlines()]
     write_jsonl(pytester.path / "t.jsonl", tasks)
+    shutil.copytree(BUNDLED.parent / "assets", pytester.path / "assets")  # the bundled tasks' files, beside them
     outcome: dict[str, Run] = {}
     args = ("-k", f"killed or {PASSING}", "--osworld-agent", "oracle", *VM_ARGS, *SLOW)
     runner = threading.Thread(
