@@ -250,6 +250,12 @@ class Settings(BaseModel):
     ray_place_timeout: float = Field(
         600.0, gt=0, description="ray: seconds a sandbox may wait for a free slot before its task is masked"
     )
+    ray_heartbeat_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="ray: seconds a node agent goes without a heartbeat of the run's process before it ends the "
+        "run on its node (its warm pool and sandboxes: the run's process is gone)",
+    )
     # --- shared services (see docs/services.md)
     # Before services: its validator checks the profile's entries over the presets' services.
     service_presets: list[str] = Field(

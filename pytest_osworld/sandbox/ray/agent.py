@@ -117,9 +117,13 @@ class NodeAgent:
         try:
             cls = provider_class(self.sandbox_name, self.settings)
             cls.check(self.settings, self.owner, progress=lambda line: log.info("%s", line))
-            self._provider = cls.from_settings(self.settings, self.owner)
+            provider = cls.from_settings(self.settings, self.owner)
+            prepare = getattr(provider, "prepare", None)
+            if callable(prepare):
+                prepare()  # once, here: the node's sandboxes then start in parallel without preparing again
+            self._provider = provider
         except SandboxConfigError as exc:
-            return f"its Docker engine fails the preflight: {exc}"
+            return f"it fails the preflight: {_problems(str(exc))}"
         except Exception as exc:  # noqa: BLE001 - anything that breaks the preflight keeps sandboxes off the node
             return f"its preflight failed: {type(exc).__name__}: {exc}"
         return None
@@ -141,6 +145,8 @@ class NodeAgent:
             return {"ok": False, "kind": "refused", "message": str(exc)}
         except SandboxError as exc:
             return {"ok": False, "kind": "error", "message": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - the driver masks the task with it, never a crash of the agent
+            return {"ok": False, "kind": "error", "message": f"{type(exc).__name__}: {exc}"}
         with self._lock:
             self._held[sandbox.name] = held
         return {"ok": True, **self._info(held)}
@@ -376,6 +382,14 @@ class NodeAgent:
         with contextlib.suppress(Exception):
             self._ray.kill(self._ray.get_runtime_context().current_actor, no_restart=True)
         os._exit(0)
+
+
+def _problems(text: str) -> str:
+    """A check's problems on one line, without its header for a whole run ("... no test was started:")."""
+    head, found, rest = text.partition(":\n")
+    if not found or "cannot run here" not in head:
+        return " ".join(text.split())
+    return "; ".join(line.strip().removeprefix("- ") for line in rest.splitlines() if line.strip())
 
 
 class _Refused(SandboxError):

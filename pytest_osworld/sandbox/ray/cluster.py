@@ -6,7 +6,7 @@ node that declares the slot resource, runs every agent's preflight and fences th
 a placement group pinned to the node holding all its slots, so Ray places no sandbox there; the run
 says so at its start. A thread then keeps watch every second: it makes an agent (and a warm pool) on
 each node that joins, notes the nodes that die, and sends every agent the owner's heartbeat (an
-agent that hears none for ``heartbeat_timeout`` seconds ends the run on its node by itself).
+agent that hears none for ``ray_heartbeat_timeout`` seconds ends the run on its node by itself).
 ``close`` ends the run: every agent shrinks its pool, removes its sandboxes and what is left of the
 run on its engine, and goes; the fences go too. ``describe`` is the manifest's view of the cluster.
 """
@@ -31,7 +31,6 @@ from pytest_osworld.settings import Settings
 log = logging.getLogger("pytest_osworld.sandbox.ray")
 
 AGENT_PREFIX = "node-"
-HEARTBEAT_TIMEOUT = 30.0  # an agent without the owner's heartbeat this long ends the run on its node
 _WATCH_INTERVAL = 1.0
 PREFLIGHT_TIMEOUT = 3600.0  # a node may build the desktop image first (minutes)
 END_TIMEOUT = 120.0
@@ -77,12 +76,11 @@ class RunCluster:
         owner: Owner,
         *,
         progress: Progress | None = None,
-        heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
     ) -> RunCluster:
         with cls._registry_lock:
             found = cls._open.get(owner.run_id)
             if found is None:
-                found = cls(settings, owner, progress=progress, heartbeat_timeout=heartbeat_timeout)
+                found = cls(settings, owner, progress=progress)
                 cls._open[owner.run_id] = found
         return found
 
@@ -91,13 +89,11 @@ class RunCluster:
         with cls._registry_lock:
             return cls._open.get(run_id)
 
-    def __init__(
-        self, settings: Settings, owner: Owner, *, progress: Progress | None, heartbeat_timeout: float
-    ) -> None:
+    def __init__(self, settings: Settings, owner: Owner, *, progress: Progress | None) -> None:
         self.settings = settings
         self.owner = owner
         self.slot = settings.ray_slot_resource
-        self.heartbeat_timeout = heartbeat_timeout
+        self.heartbeat_timeout = settings.ray_heartbeat_timeout
         self.bundle = sandbox_bundle(settings)
         self._say = progress or (lambda line: log.info("%s", line))
         self.ray = ray_connect.connect(settings.ray_address, ray_connect.namespace_of(owner.run_id))

@@ -1,7 +1,7 @@
 """Work run once on every live node (or on one) as Ray tasks: without a run's agents, for the CLI and
 for a run whose owner holds no agents any more.
 
-- ``what_it_provides``: what the inner sandbox provides, read on a node that runs sandboxes (the
+- ``what_a_node_provides``: what the inner sandbox provides, read on a node that runs sandboxes (the
   image is on the nodes' engines, not necessarily on the machine that runs pytest);
 - ``clean_node``: ``pytest-osworld cleanup`` on a node's own engine (leftovers judged there, where
   the processes that own its containers live);
@@ -81,14 +81,21 @@ def on_every_node(ray: Any, slot: str | None, function: Callable[..., Any], *arg
     return answers
 
 
-def on_one_node(ray: Any, slot: str, function: Callable[..., Any], *args: Any) -> Any:
-    """``function(*args)`` as a task on a live node that declares ``slot`` (its engine runs the sandboxes)."""
+def what_a_node_provides(ray: Any, slot: str, settings: dict[str, Any], build: bool) -> Provides:
+    """What the sandbox provides, read on the nodes that declare ``slot`` in turn: the first known answer
+    (a node whose engine does not answer says nothing of the image), else the last one."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     nodes = slot_nodes(read_nodes(ray.nodes(), slot))
     if not nodes:
         raise SandboxConfigError(f"no live Ray node declares the sandbox slot resource {slot!r}")
-    remote = ray.remote(function).options(
-        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[0].node_id, soft=True)
-    )
-    return ray.get(remote.remote(*args), timeout=TASK_TIMEOUT)
+    remote = ray.remote(what_it_provides)
+    found: Provides | None = None
+    for node in nodes:
+        task = remote.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False))
+        found = ray.get(task.remote(settings, build), timeout=TASK_TIMEOUT)
+        assert isinstance(found, Provides)
+        if found.known:
+            return found
+    assert found is not None
+    return found

@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self
 
+from pytest_osworld.sandbox import profiles
 from pytest_osworld.sandbox.base import (
     API_PORT,
     Progress,
@@ -172,10 +173,11 @@ class RayProvider(SandboxProvider):
     def describe_pool(cls, settings: Settings, owner: Owner) -> dict[str, Any]:
         inner = node_settings(settings)
         entry: dict[str, Any] = {"provider": PROVIDER, "profile": inner.sandbox, "warm_pool": settings.warm_pool}
-        with contextlib.suppress(SandboxConfigError):
-            from pytest_osworld.sandbox.registry import provider_class
-
-            entry["inner"] = provider_class(inner.sandbox, inner).describe_pool(inner, owner)
+        if inner.sandbox != "vm":  # the nodes' images are in the records (each node's engine has its own)
+            with contextlib.suppress(SandboxConfigError):
+                profile = profiles.resolve(inner)
+                entry["image"] = profile.image
+                entry["resources"] = profile.resources.model_dump(exclude_none=True)
         run = RunCluster.current(owner.run_id)
         if run is not None:
             entry["cluster"] = run.describe()
@@ -192,15 +194,11 @@ class RayProvider(SandboxProvider):
         except SandboxConfigError as exc:
             return unknown(PROVIDER, f"sandbox {inner.sandbox} on the Ray cluster", str(exc))
         try:
-            found = on_nodes.on_one_node(
-                ray, settings.ray_slot_resource, on_nodes.what_it_provides, inner.model_dump(mode="json"), build
-            )
+            return on_nodes.what_a_node_provides(ray, settings.ray_slot_resource, inner.model_dump(mode="json"), build)
         except Exception as exc:  # noqa: BLE001 - unknown, with why: the run's check says the rest
             return unknown(PROVIDER, f"sandbox {inner.sandbox} on the Ray cluster", f"{type(exc).__name__}: {exc}")
         finally:
             ray_connect.release()
-        assert isinstance(found, Provides)
-        return found
 
     @classmethod
     def end_run(cls, settings: Settings, owner: Owner) -> int | None:
@@ -265,6 +263,11 @@ class RayProvider(SandboxProvider):
             shift = self._turn % len(found)
             found = found[shift:] + found[:shift]
         return found
+
+    def node_status(self) -> list[dict[str, Any]]:
+        """What every live node's agent holds: its preflight's problem, its warm pool, its sandboxes."""
+        agents = self._all_agents()
+        return [self.ray.get(agent.status.remote(), timeout=CALL_TIMEOUT) for _, agent in agents]
 
     def node_state(self, node_id: str) -> str:
         """What Ray says of a node, for a lost sandbox's message."""
