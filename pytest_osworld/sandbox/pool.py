@@ -1,12 +1,13 @@
 """A warm pool: sandboxes started ahead, handed out one per task, refilled behind each claim.
 
 ``WarmPool`` keeps ``size`` ready items per key (a key is what a sandbox must match to be handed
-to a task: its sandbox profile and the network it joins), started by one filler thread, one at a
-time (a provider's ``start`` is not made to run in parallel within one process). A claim takes
-the oldest ready item of its key, checks it (``verify``: the guest answers, the screen is up, no
-task had it) and hands it over; the filler starts a replacement behind it. When none is ready the
-claim waits for the filler, which then starts for the waiting claims first. An item is never given
-back: whoever claimed it destroys it after its task.
+to a task: its sandbox profile and the network it joins), started by a filler thread, at most
+``max_starts`` at a time (one until the caller allows more: a provider prepares itself on its first
+start, which must not run twice at once). A claim takes the oldest ready item of its key, checks it
+(``verify``: the guest answers, the screen is up, no task had it) and hands it over; the filler
+starts a replacement behind it. When none is ready the claim waits for the filler, which then starts
+for the waiting claims first. An item is never given back: whoever claimed it destroys it after its
+task.
 
 A start that fails is handed to one waiting claim (its task is masked with that error); with no
 claim waiting, the key stops being filled until the next claim asks for it, so an engine that
@@ -64,6 +65,7 @@ class _Key(Generic[T]):
     waiting: int = 0  # claims waiting for an item of this key
     errors: deque[SandboxError] = field(default_factory=deque)  # start failures for waiting claims
     paused: bool = False  # a start failed with no claim waiting: keep it warm again at the next claim
+    starting: int = 0  # starts under way for this key
 
 
 class WarmPool(Generic[K, T]):
@@ -87,12 +89,20 @@ class WarmPool(Generic[K, T]):
         self._discard = discard
         self._verify = verify
         self._keys: dict[K, _Key[T]] = {}
-        self._starting: K | None = None
         self._closed = False
         self._cond = threading.Condition()
         self._filler: threading.Thread | None = None
+        self._max_starts = 1
+        self._in_flight = 0
+        self._starters: set[threading.Thread] = set()
 
     # --- asking for items
+    def allow_parallel_starts(self, count: int) -> None:
+        """Let the filler run up to ``count`` starts at once from now on (the provider is prepared)."""
+        with self._cond:
+            self._max_starts = max(1, count)
+            self._cond.notify_all()
+
     def want(self, key: K) -> None:
         """Keep ``key`` warm from now on (a claim of it does the same)."""
         with self._cond:
@@ -191,7 +201,7 @@ class WarmPool(Generic[K, T]):
         with self._cond:
             return {
                 "ready": sum(len(s.ready) for s in self._keys.values()),
-                "starting": int(self._starting is not None),
+                "starting": self._in_flight,
                 "keys": len(self._keys),
                 "waiting": sum(s.waiting for s in self._keys.values()),
             }
@@ -206,11 +216,13 @@ class WarmPool(Generic[K, T]):
             for slot in self._keys.values():
                 slot.ready.clear()
             self._cond.notify_all()
-            filler = self._filler
+            threads = [t for t in (self._filler, *self._starters) if t is not None]
         for item in items:
             self._discard_quietly(item)
-        if filler is not None and filler is not threading.current_thread():
-            filler.join(wait)
+        deadline = time.monotonic() + wait
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
         return len(items)
 
     # --- the filler
@@ -226,52 +238,62 @@ class WarmPool(Generic[K, T]):
             self._filler.start()
 
     def _next(self) -> K | None:
-        """The key to start an item for: claims that wait first, then keys below ``size``."""
+        """The key to start an item for: claims that wait first, then keys below ``size`` (starts under
+        way count as items to come)."""
         for key, slot in self._keys.items():
-            if slot.waiting - len(slot.errors) > len(slot.ready):
+            if slot.waiting - len(slot.errors) > len(slot.ready) + slot.starting:
                 return key
         for key, slot in self._keys.items():
-            if not slot.paused and len(slot.ready) < self.size:
+            if not slot.paused and len(slot.ready) + slot.starting < self.size:
                 return key
         return None
 
     def _fill(self) -> None:
+        """Hand starts to starter threads, at most ``max_starts`` at once."""
         while True:
             with self._cond:
                 while True:
                     if self._closed:
                         return
-                    key = self._next()
+                    key = self._next() if self._in_flight < self._max_starts else None
                     if key is not None:
                         break
                     self._cond.wait()
-                self._starting = key
-            item: T | None = None
-            error: SandboxError | None = None
-            try:
-                item = self._start(key)
-            except SandboxError as exc:
-                error = exc
-            except Exception as exc:  # noqa: BLE001 - a crashed start is a failed start, never a dead filler
-                error = SandboxError(f"{self.name}: starting a sandbox failed: {type(exc).__name__}: {exc}")
-            late: T | None = None
-            with self._cond:
-                self._starting = None
-                slot = self._key(key)
-                if error is not None:
-                    if slot.waiting > len(slot.errors):
-                        slot.errors.append(error)
-                    else:
-                        slot.paused = True
-                        log.warning("%s: a start failed with no claim waiting: %s", self.name, error)
-                elif self._closed:
-                    late = item
+                self._key(key).starting += 1
+                self._in_flight += 1
+                starter = threading.Thread(target=self._start_one, args=(key,), name=f"{self.name} start", daemon=True)
+                self._starters.add(starter)
+            starter.start()
+
+    def _start_one(self, key: K) -> None:
+        item: T | None = None
+        error: SandboxError | None = None
+        try:
+            item = self._start(key)
+        except SandboxError as exc:
+            error = exc
+        except Exception as exc:  # noqa: BLE001 - a crashed start is a failed start, never a dead filler
+            error = SandboxError(f"{self.name}: starting a sandbox failed: {type(exc).__name__}: {exc}")
+        late: T | None = None
+        with self._cond:
+            self._starters.discard(threading.current_thread())
+            self._in_flight -= 1
+            slot = self._key(key)
+            slot.starting -= 1
+            if error is not None:
+                if slot.waiting > len(slot.errors):
+                    slot.errors.append(error)
                 else:
-                    assert item is not None
-                    slot.ready.append((item, time.monotonic()))
-                self._cond.notify_all()
-            if late is not None:
-                self._discard_quietly(late)
+                    slot.paused = True
+                    log.warning("%s: a start failed with no claim waiting: %s", self.name, error)
+            elif self._closed:
+                late = item
+            else:
+                assert item is not None
+                slot.ready.append((item, time.monotonic()))
+            self._cond.notify_all()
+        if late is not None:
+            self._discard_quietly(late)
 
     def _discard_quietly(self, item: T) -> None:
         with contextlib.suppress(Exception):

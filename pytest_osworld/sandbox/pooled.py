@@ -3,7 +3,8 @@
 The registry puts every provider that keeps no pool of its own (all but ``ray``) behind a
 :class:`PooledProvider` when ``warm_pool`` is set: ``N`` sandboxes are started ahead in this pytest
 process (under xdist, in each worker: a worker's sandboxes are reached only from its own process),
-one pool per key (the sandbox profile, and the services' network a task needs), labelled
+one pool per key (the sandbox profile, and the services' network a task needs; once the provider is
+prepared, up to N starts at once), labelled
 ``io.pytest-osworld.pool`` so the leftover sweep knows them. A task claims one (checked by
 :class:`ClaimCheck`), uses it alone and destroys it after; a replacement starts behind the claim.
 
@@ -15,6 +16,7 @@ is made in the guest with ``mkdir``, which fails when the mark is already there.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
@@ -140,6 +142,8 @@ class PooledProvider(SandboxProvider):
         self.size = size
         self._check = ClaimCheck()
         self._pid = os.getpid()
+        self._prepare_lock = threading.Lock()
+        self._prepared = False
         self.pool: WarmPool[PoolKey, Sandbox] = WarmPool(
             size,
             start=self._start_ahead,
@@ -163,7 +167,20 @@ class PooledProvider(SandboxProvider):
         raise SandboxConfigError("a pooled provider is described through the provider it holds (describe_pool)")
 
     # --- sandboxes
+    def _prepare_once(self) -> None:
+        """Prepare the provider (its image, its checks) before the pool's starts may overlap: a
+        provider prepares itself on its first start, which must not run twice at once."""
+        with self._prepare_lock:
+            if self._prepared:
+                return
+            prepare = getattr(self.inner, "prepare", None)
+            if callable(prepare):
+                prepare()
+            self._prepared = True
+        self.pool.allow_parallel_starts(self.size)
+
     def _start_ahead(self, key: PoolKey) -> Sandbox:
+        self._prepare_once()
         labels = {LABEL_POOL: key.label}
         if key.network is None:
             sandbox = self.inner.start(task_key=POOL_TASK, labels=labels)

@@ -100,7 +100,8 @@ class GuestProvider(SandboxProvider):
     """Starts :class:`GuestSandbox` es, one at a time or in parallel as asked, and records every start.
 
     ``gate`` (when set) holds each start until the test sets it; ``fail_next`` makes starts fail with
-    that message while it is set."""
+    that message while it is set; ``prepare`` (what a provider does once before its sandboxes can start
+    in parallel) waits for ``preparing`` when it is set."""
 
     def __init__(self) -> None:
         self.started: list[GuestSandbox] = []
@@ -108,7 +109,14 @@ class GuestProvider(SandboxProvider):
         self.fail_next: str | None = None
         self.concurrent = 0
         self.most_concurrent = 0
+        self.preparing: threading.Event | None = None
+        self.prepared = 0
         self._lock = threading.Lock()
+
+    def prepare(self) -> None:
+        if self.preparing is not None:
+            self.preparing.wait(30)
+        self.prepared += 1
 
     @classmethod
     def from_settings(cls, settings: Settings, owner: Owner, *, progress: Progress | None = None) -> Self:

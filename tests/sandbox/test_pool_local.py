@@ -1,8 +1,8 @@
 """The warm pool of a local provider, for real: desktop sandboxes of the project's image on this engine.
 
-- the null control over the bundled tasks with ``--osworld-warm-pool 2``: after the first claim no task
-  waits for a sandbox to start (each record's claim was warm, and shorter than its sandbox's own start);
-  nothing is left (about 1.5 min, one process: the pool is the process's);
+- the null control over the bundled tasks with ``-n 2 --osworld-warm-pool 2``: after the first claim of
+  each worker's pool no task waits for a sandbox to start (each record's claim was warm, and shorter
+  than its sandbox's own start); nothing is left (about 1.5 min);
 - Ctrl-C while a test holds a pooled sandbox, and the run's process killed hard: the first shrinks the
   pool to zero; after the second the pooled sandboxes are the leftovers ``pytest-osworld cleanup``
   names as warm pool and removes (about 30 s each).
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Any
 
 import docker
 import pytest
@@ -30,30 +31,33 @@ TASKS = len(BUNDLED.read_text().splitlines())
 def test_with_a_warm_pool_no_task_waits_for_a_start_after_the_first(
     pytester: pytest.Pytester, engine: docker.DockerClient
 ) -> None:
-    run = run_tasks(pytester, BUNDLED, "--osworld-agent", "null", "--osworld-warm-pool", "2")
+    run = run_tasks(pytester, BUNDLED, "-n", "2", "--osworld-agent", "null", "--osworld-warm-pool", "2")
     run.result.assert_outcomes(failed=TASKS)  # the null control scores 0 on every task
     assert support.run_containers(engine, run.run_id) == []
 
-    records = sorted(run.records().values(), key=lambda r: r["sandbox"]["placement"]["claimed_at"])
-    first, *rest = records
+    records = list(run.records().values())
     claims = [r["sandbox"]["placement"] for r in records]
     assert all(c["pooled"] and c["provider"] == "desktop" for c in claims)
     assert all(c["node_address"] == "unix:///var/run/docker.sock" for c in claims)
-    waited = [r["task_id"] for r in rest if not r["sandbox"]["placement"]["warm"]]
-    assert waited == [], f"claims that waited for a start after the first: {waited}"
-    for record in rest:
-        claim = record["sandbox"]["placement"]
-        # A warm claim is a check of a ready sandbox: far shorter than starting one.
-        assert claim["claim_seconds"] < record["sandbox"]["ready_seconds"], claim
-        assert claim["claim_seconds"] < first["sandbox"]["placement"]["claim_seconds"], claim
-        assert record["durations"]["sandbox_ready"] == claim["claim_seconds"]  # what the task waited
+    by_worker: dict[str, list[dict[str, Any]]] = {}
+    for record in records:  # each xdist worker keeps a pool of its own
+        by_worker.setdefault(record["worker"], []).append(record)
+    assert sorted(by_worker) == ["gw0", "gw1"]
+    cold = 0
+    for own in by_worker.values():
+        first, *rest = sorted(own, key=lambda r: r["sandbox"]["placement"]["claimed_at"])
+        cold += not first["sandbox"]["placement"]["warm"]
+        waited = [r["task_id"] for r in rest if not r["sandbox"]["placement"]["warm"]]
+        assert waited == [], f"claims that waited for a start after their pool's first: {waited}"
+        for record in rest:
+            claim = record["sandbox"]["placement"]
+            # A warm claim is a check of a ready sandbox: far shorter than starting one.
+            assert claim["claim_seconds"] < record["sandbox"]["ready_seconds"], claim
+            assert claim["claim_seconds"] < first["sandbox"]["placement"]["claim_seconds"], claim
+            assert record["durations"]["sandbox_ready"] == claim["claim_seconds"]  # what the task waited
 
     figures = run.summary()["sandboxes"]
-    assert (figures["claims"], figures["pooled"], figures["warm"]) == (
-        TASKS,
-        TASKS,
-        TASKS - 1 + int(bool(claims[0]["warm"])),
-    )
+    assert (figures["claims"], figures["pooled"], figures["warm"]) == (TASKS, TASKS, TASKS - cold)
     assert list(figures["nodes"]) == ["unix:///var/run/docker.sock"]
     run.result.stdout.fnmatch_lines(
         [f"  sandboxes  {TASKS} claims: p50 *, p95 *; * of {TASKS} pooled claims found one ready*"]

@@ -82,7 +82,7 @@ def test_a_claim_on_an_empty_pool_waits_for_the_filler_and_says_so(guests: Guest
         [sandbox] = got
         assert sandbox.placement.warm is False
         assert sandbox.placement.pool_wait_seconds > 0
-        assert guests.most_concurrent == 1  # one start at a time in a process
+        assert sandbox.inner is guests.started[0]  # the claim took the start it waited for
     finally:
         pooled.close()
 
@@ -90,6 +90,31 @@ def test_a_claim_on_an_empty_pool_waits_for_the_filler_and_says_so(guests: Guest
 def guest_of(sandbox: object) -> GuestSandbox:
     assert isinstance(sandbox, PooledSandbox) and isinstance(sandbox.inner, GuestSandbox)
     return sandbox.inner
+
+
+def test_once_the_provider_is_prepared_the_pool_starts_several_at_once(guests: GuestProvider) -> None:
+    guests.preparing = threading.Event()
+    guests.gate = threading.Event()
+    pooled = PooledProvider(guests, 3, sandbox="desktop")
+    try:
+        time.sleep(0.2)  # while the provider prepares, nothing starts
+        assert guests.concurrent == 0 and guests.prepared == 0
+        guests.preparing.set()
+        eventually(lambda: guests.concurrent == 3)  # then the three of the pool start at once
+        guests.gate.set()
+        assert pooled.pool.wait_full(KEY, timeout=10)
+        guests.gate.clear()
+        taken = [pooled.start(task_key=f"t{i}") for i in range(3)]
+        eventually(lambda: guests.concurrent == 3)  # and the refills behind three claims
+        guests.gate.set()
+        assert pooled.pool.wait_full(KEY, timeout=10)
+        assert guests.prepared == 1 and guests.most_concurrent == 3
+        for sandbox in taken:
+            sandbox.stop()
+    finally:
+        guests.preparing.set()
+        guests.gate.set()
+        pooled.close()
 
 
 def test_keys_never_mix(pooled: PooledProvider, guests: GuestProvider) -> None:
@@ -199,7 +224,7 @@ def test_closing_shrinks_to_zero_with_a_start_under_way(guests: GuestProvider) -
     guests.gate.set()  # the start under way ends: what it made is destroyed
     ending.join(10)
     assert not ending.is_alive()
-    assert len(guests.started) == 3  # two filled, one refill
+    assert len(guests.started) == 4  # two filled, a refill behind each of the two claims
     assert all(s.stopped for s in guests.started if s is not taken)
     assert pooled.pool.counts()["ready"] == 0
     taken.stop()

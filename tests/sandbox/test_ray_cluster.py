@@ -3,8 +3,9 @@ fourth whose Docker engine does not answer (it must take no sandbox, and runs sa
 
 - the oracle over the bundled tasks with ``-n 3 --osworld-sandbox ray`` and a warm pool per node:
   every task passes, the records show more than one node, nothing is left (about 1.5 min);
-- the same run with a node lost mid-run: the task on it is masked ``sandbox_lost`` naming the node,
-  the rest pass, a resume passes the masked ones, nothing is left (about 2 min with the resume);
+- the same run (the os and Calc tasks) with a node lost mid-run: the task on it is masked
+  ``sandbox_lost`` naming the node, the rest pass, a resume passes the masked ones, nothing is left
+  (about 2 min with the resume: a masked task's guest client first retries for 30 s);
 - placement by Ray resources, without pytest (stand-in guests, about 20 s): Ray fills every good
   node's slots and none of the broken node's, a sandbox waits for a free slot and takes a node that
   joins meanwhile, and a node lost is told from Ray (not alive, lost naming it, its container swept);
@@ -37,7 +38,7 @@ from pytest_osworld.sandbox.ray.provider import RaySandbox
 from pytest_osworld.settings import Settings
 from tests.episode.runs import BUNDLED, Run, run_tasks
 from tests.sandbox import support
-from tests.sandbox.ray_cluster import TestCluster, eventually, run_id
+from tests.sandbox.ray_cluster import SLOT, TestCluster, eventually, run_id
 
 pytestmark = pytest.mark.docker
 
@@ -142,24 +143,54 @@ class NodeKiller(threading.Thread):
         return None
 
 
+# The os and Calc tasks: the point is a node lost under running tasks, not every task.
+LOST_NODE_TASKS = ("-k", "os- or calc-")
+
+
+@contextlib.contextmanager
+def slots_held(cluster: TestCluster, nodes: list[Any]) -> Iterator[None]:
+    """Every slot of ``nodes`` held by this test (placement groups of its own), for the duration."""
+    ray = ray_connect.connect(cluster.address, None)
+    groups = [
+        ray.util.placement_group(
+            [{SLOT: float(cluster.slots)}],
+            strategy="STRICT_PACK",
+            bundle_label_selector=[{"ray.io/node-id": n.node_id}],
+        )
+        for n in nodes
+    ]
+    try:
+        assert all(group.wait(30) for group in groups)
+        yield
+    finally:
+        for group in groups:
+            ray.util.remove_placement_group(group)
+        ray_connect.release()
+
+
 def test_a_node_lost_mid_run_masks_its_task_naming_it_and_a_resume_passes_it(
     pytester: pytest.Pytester, cluster: TestCluster, engine: docker.DockerClient
 ) -> None:
     victim = cluster.add_node()  # the three nodes stay for the other tests
     name = run_id("lost-node")
     killer = NodeKiller(cluster, victim, name)
-    killer.start()
-    run = run_tasks(pytester, BUNDLED, *ray_options(cluster, "--osworld-agent", "oracle"), run_id=name)
-    killer.join(10)
+    # Only the head's two slots and the victim's two are free: three workers always have a task on the victim.
+    with slots_held(cluster, cluster.workers):
+        killer.start()
+        run = run_tasks(
+            pytester, BUNDLED, *ray_options(cluster, "--osworld-agent", "oracle", *LOST_NODE_TASKS), run_id=name
+        )
+        killer.join(10)
     assert killer.error is None and killer.killed.is_set(), killer.error
 
     records = run.records()
-    assert len(records) == TASKS
+    assert len(records) == 7
     masked = {k: r for k, r in records.items() if r["termination"] not in ("done", "fail")}
     assert killer.task in masked, (killer.task, sorted(masked))  # the task that was on the node
     for key, record in masked.items():
         assert record["termination"] == "sandbox_lost", (key, record["message"])
         assert f"on Ray node {victim.node_id} (127.0.0.1) was lost" in record["message"], record["message"]
+        assert "Ray reports the node dead" in record["message"], record["message"]
         assert record["sandbox"]["placement"]["node_id"] == victim.node_id
     passed = {k for k, r in records.items() if r["score"] == 1.0}
     assert passed | set(masked) == set(records)
@@ -171,7 +202,7 @@ def test_a_node_lost_mid_run_masks_its_task_naming_it_and_a_resume_passes_it(
     resumed = run_tasks(
         pytester,
         BUNDLED,
-        *ray_options(cluster, "--osworld-agent", "oracle", "--osworld-resume", str(run.run_dir)),
+        *ray_options(cluster, "--osworld-agent", "oracle", "--osworld-resume", str(run.run_dir), *LOST_NODE_TASKS),
         run_id=None,
     )
     resumed.result.assert_outcomes(passed=len(masked))

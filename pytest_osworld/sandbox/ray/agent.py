@@ -165,6 +165,7 @@ class NodeAgent:
                     verify=lambda held: self._check.problem(held.local_api),
                     name=f"warm pool of node {self.node_id[:12]}",
                 )
+                self._pool.allow_parallel_starts(size)  # the preflight prepared the provider
                 self._pool.want(self.key)
         return None
 

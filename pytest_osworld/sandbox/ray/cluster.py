@@ -96,7 +96,8 @@ class RunCluster:
         self.heartbeat_timeout = settings.ray_heartbeat_timeout
         self.bundle = sandbox_bundle(settings)
         self._say = progress or (lambda line: log.info("%s", line))
-        self.ray = ray_connect.connect(settings.ray_address, ray_connect.namespace_of(owner.run_id))
+        self.namespace = ray_connect.namespace_of(owner.run_id)
+        self.ray = ray_connect.connect(settings.ray_address, self.namespace)
         self.version = str(self.ray.__version__)
         self.nodes: dict[str, NodeRecord] = {}
         self.agents: dict[str, Any] = {}
@@ -153,6 +154,7 @@ class RunCluster:
 
         agent = self._agent_class.options(
             name=agent_name(node.node_id),
+            namespace=self.namespace,
             lifetime="detached",  # the run's owner ends it; its watchdog ends it when the owner is gone
             get_if_exists=True,
             num_cpus=0,
@@ -277,7 +279,7 @@ class RunCluster:
         return {
             "ray_version": self.version,
             "address": self.settings.ray_address,
-            "namespace": ray_connect.namespace_of(self.owner.run_id),
+            "namespace": self.namespace,
             "slot_resource": self.slot,
             "bundle": dict(self.bundle),
             "warm_pool_per_node": self.settings.warm_pool,

@@ -1,9 +1,9 @@
 """This process as a driver of the Ray cluster: one connection per process, shared by its users.
 
-A pytest process (an xdist worker, the controller, a plain run) connects once, in the run's own
-namespace (``pytest-osworld-<run id>``, where its node agents are named); the provider and the
-run's cluster side (``cluster.RunCluster``) each hold the connection, and the last to let go
-disconnects. Ray is an optional extra: without it the error says how to install it.
+A pytest process (an xdist worker, the controller, a plain run) connects once; the provider and
+the run's cluster side (``cluster.RunCluster``) each hold the connection, and the last to let go
+disconnects. A run's node agents are named in the run's own namespace (``pytest-osworld-<run id>``),
+always given where they are made and looked up, so one connection serves any run. Ray is an optional extra: without it the error says how to install it.
 
 Two things Ray's ``init`` does that a pytest process must not keep: it takes SIGTERM over (the
 plugin turns SIGTERM into the same teardown as Ctrl-C, so the previous handler is put back), and
@@ -33,7 +33,6 @@ _LOCAL_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 _lock = threading.Lock()
 _holders = 0
-_namespace: str | None = None
 
 
 def namespace_of(run_id: str) -> str:
@@ -73,19 +72,13 @@ def import_ray(address: str = "auto") -> ModuleType:
 
 
 def connect(address: str, namespace: str | None) -> ModuleType:
-    """Connect this process (once) as a driver in ``namespace`` (None: any, for a short look at the
-    cluster); returns ``ray``. Each call is one hold that :func:`release` lets go of."""
-    global _holders, _namespace
+    """Connect this process (once; ``namespace`` is its default one, None: Ray's anonymous one);
+    returns ``ray``. Each call is one hold that :func:`release` lets go of."""
+    global _holders
     ray = import_ray(address)
     with _lock:
-        if ray.is_initialized():
-            if namespace is not None and _namespace not in (None, namespace):
-                raise SandboxConfigError(
-                    f"this process is connected to Ray in namespace {_namespace}, not {namespace} (one run per process)"
-                )
-        else:
+        if not ray.is_initialized():
             _init(ray, address, namespace)
-            _namespace = namespace
         _holders += 1
     return ray
 
@@ -130,12 +123,11 @@ def _init(ray: ModuleType, address: str, namespace: str | None) -> None:
 
 def release() -> None:
     """Let go of one hold; the last one disconnects."""
-    global _holders, _namespace
+    global _holders
     with _lock:
         _holders = max(0, _holders - 1)
         if _holders:
             return
-        _namespace = None
         ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         ray.shutdown()

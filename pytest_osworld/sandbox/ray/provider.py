@@ -151,7 +151,8 @@ class RayProvider(SandboxProvider):
         self.owner = owner
         self.bundle = sandbox_bundle(settings)
         self.slot = settings.ray_slot_resource
-        self.ray = ray_connect.connect(settings.ray_address, ray_connect.namespace_of(owner.run_id))
+        self.namespace = ray_connect.namespace_of(owner.run_id)
+        self.ray = ray_connect.connect(settings.ray_address, self.namespace)
         self.allow = [ray_connect.driver_address(self.ray, settings.ray_address)]
         self._agents: dict[str, Any] = {}
         self._live: dict[str, RaySandbox] = {}
@@ -210,11 +211,12 @@ class RayProvider(SandboxProvider):
         except SandboxConfigError:
             return 0
         try:
-            for name in ray.util.list_named_actors():
-                if str(name).startswith(AGENT_PREFIX):
-                    with contextlib.suppress(Exception):
-                        ray.get(ray.get_actor(name).shutdown.remote(), timeout=STOP_TIMEOUT)
-                        ray.kill(ray.get_actor(name), no_restart=True)
+            namespace = ray_connect.namespace_of(owner.run_id)
+            for name in agent_names(ray, namespace):
+                with contextlib.suppress(Exception):
+                    agent = ray.get_actor(name, namespace=namespace)
+                    ray.get(agent.shutdown.remote(), timeout=STOP_TIMEOUT)
+                    ray.kill(agent, no_restart=True)
             answers = on_nodes.on_every_node(ray, None, on_nodes.sweep_node, owner.run_id)
             return sum(a for a in answers.values() if isinstance(a, int))
         finally:
@@ -233,7 +235,7 @@ class RayProvider(SandboxProvider):
         found = self._agents.get(node_id)
         while found is None:
             try:
-                found = self.ray.get_actor(agent_name(node_id))
+                found = self.ray.get_actor(agent_name(node_id), namespace=self.namespace)
             except ValueError:
                 if time.monotonic() >= deadline:
                     raise SandboxError(
@@ -247,15 +249,15 @@ class RayProvider(SandboxProvider):
     def _all_agents(self) -> list[tuple[str, Any]]:
         """Every live node's agent, in an order that differs per worker (claims spread over nodes)."""
         alive = {n.node_id for n in read_nodes(self.ray.nodes(), self.slot) if n.alive}
-        names = [str(n) for n in self.ray.util.list_named_actors() if str(n).startswith(AGENT_PREFIX)]
+        names = agent_names(self.ray, self.namespace)
         found = []
-        for name in sorted(names):
+        for name in names:
             node_id = name.removeprefix(AGENT_PREFIX)
             if node_id not in alive:
                 continue
             if node_id not in self._agents:
                 with contextlib.suppress(ValueError):
-                    self._agents[node_id] = self.ray.get_actor(name)
+                    self._agents[node_id] = self.ray.get_actor(name, namespace=self.namespace)
             if node_id in self._agents:
                 found.append((node_id, self._agents[node_id]))
         self._turn += 1
@@ -411,6 +413,15 @@ class RayProvider(SandboxProvider):
             return
         self._closed = True
         ray_connect.release()
+
+
+def agent_names(ray: Any, namespace: str) -> list[str]:
+    """The names of the node agents of the run whose namespace this is."""
+    return sorted(
+        str(entry["name"])
+        for entry in ray.util.list_named_actors(all_namespaces=True)
+        if entry["namespace"] == namespace and str(entry["name"]).startswith(AGENT_PREFIX)
+    )
 
 
 def _worker_index(worker_id: str | None) -> int:
