@@ -29,6 +29,7 @@ class Placement(BaseModel):
     pool_wait_seconds: float = 0.0  # waited for a sandbox to get ready (in the pool, or for a free Ray slot)
     claim_seconds: float = 0.0  # from the request until the task had it, the claim's check included
     verify_seconds: float | None = None  # of which the check that it is ready and clean (pooled only)
+    rejected: int = 0  # pooled: ready sandboxes that failed that check first (destroyed; the next one taken)
     claimed_at: str | None = None  # ISO 8601
 
     @property

@@ -53,6 +53,7 @@ class Claim(Generic[T]):
 
     item: T
     warm: bool  # a ready item was there when the claim came (it waited for no start)
+    rejected: int  # ready items that failed their check first (each destroyed, the next one taken)
     pool_wait_seconds: float  # waited for an item to get ready
     claim_seconds: float  # from the request until handed over, the check included
     verify_seconds: float  # of which the check of the item handed over
@@ -119,7 +120,7 @@ class WarmPool(Generic[K, T]):
         failures: list[str] = []
         while True:
             item, was_ready = self._take(key, deadline)
-            warm = was_ready if warm is None else False
+            warm = was_ready if warm is None else warm and was_ready
             waited = time.monotonic() - begun
             checked = time.monotonic()
             try:
@@ -131,6 +132,7 @@ class WarmPool(Generic[K, T]):
                 return Claim(
                     item=item,
                     warm=warm,
+                    rejected=len(failures),
                     pool_wait_seconds=round(waited, 4),
                     claim_seconds=round(now - begun, 4),
                     verify_seconds=round(now - checked, 4),

@@ -210,6 +210,7 @@ class PooledProvider(SandboxProvider):
             pool_wait_seconds=claim.pool_wait_seconds,
             claim_seconds=claim.claim_seconds,
             verify_seconds=claim.verify_seconds,
+            rejected=claim.rejected,
             claimed_at=claim.claimed_at,
         )
         return PooledSandbox(sandbox, placement, task_key=task_key)

@@ -51,10 +51,12 @@ def test_with_a_warm_pool_no_task_waits_for_a_start_after_the_first(
         assert waited == [], f"claims that waited for a start after their pool's first: {waited}"
         for record in rest:
             claim = record["sandbox"]["placement"]
+            assert record["durations"]["sandbox_ready"] == claim["claim_seconds"]  # what the task waited
+            if claim["rejected"]:
+                continue  # a ready one failed its check first (a guest too slow to answer): its time is that check's
             # A warm claim is a check of a ready sandbox: far shorter than starting one.
             assert claim["claim_seconds"] < record["sandbox"]["ready_seconds"], claim
             assert claim["claim_seconds"] < first["sandbox"]["placement"]["claim_seconds"], claim
-            assert record["durations"]["sandbox_ready"] == claim["claim_seconds"]  # what the task waited
 
     figures = run.summary()["sandboxes"]
     assert (figures["claims"], figures["pooled"], figures["warm"]) == (TASKS, TASKS, TASKS - cold)

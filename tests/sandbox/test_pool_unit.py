@@ -148,12 +148,13 @@ def test_a_sandbox_failing_its_check_is_destroyed_and_the_next_taken(
     pooled: PooledProvider, guests: GuestProvider
 ) -> None:
     assert pooled.pool.wait_full(KEY, timeout=10)
-    first, second = guests.started
-    first.guest.made.add(CLAIM_MARK)  # a task had it before (the pool never does that: this is the guard)
-    sandbox = pooled.start(task_key="t")
-    assert isinstance(sandbox, PooledSandbox) and sandbox.inner is second
-    assert sandbox.placement.warm is False  # the first one was not good
-    eventually(lambda: first.stopped)
+    bad = list(guests.started)
+    for sandbox in bad:
+        sandbox.guest.made.add(CLAIM_MARK)  # a task had it before (the pool never does that: this is the guard)
+    got = pooled.start(task_key="t")
+    assert isinstance(got, PooledSandbox) and got.inner not in bad
+    assert got.placement.warm is True and got.placement.rejected == 2  # it found two ready, both not good
+    eventually(lambda: all(s.stopped for s in bad))
 
 
 def test_a_check_tells_screen_down_and_claimed_before() -> None:

@@ -193,6 +193,7 @@ class NodeAgent:
                 "pool_wait_seconds": claim.pool_wait_seconds,
                 "claim_seconds": claim.claim_seconds,
                 "verify_seconds": claim.verify_seconds,
+                "rejected": claim.rejected,
                 "claimed_at": claim.claimed_at,
             },
         }

@@ -383,6 +383,7 @@ class RayProvider(SandboxProvider):
             pool_wait_seconds=round(asked - begun + float(claim["pool_wait_seconds"]), 4),
             claim_seconds=round(time.monotonic() - begun, 4),
             verify_seconds=float(claim["verify_seconds"]),
+            rejected=int(claim["rejected"]),
             claimed_at=str(claim["claimed_at"]),
         )
         return RaySandbox(self, agent, answer, placement, task_key=task_key)
