@@ -228,6 +228,34 @@ class Settings(BaseModel):
     vm_restore_timeout: float = Field(
         120.0, gt=0, description="vm: seconds a snapshot restore may take before the sandbox falls back to a cold boot"
     )
+    # --- past one machine: the warm pool and the ray provider (see docs/scaling.md)
+    warm_pool: int = Field(
+        0,
+        ge=0,
+        description="ready sandboxes kept started ahead, each used by one task: per pytest process on a local "
+        "sandbox, per node on ray (0: none, every task waits for its own start)",
+    )
+    ray_address: str = Field(
+        "auto",
+        description="ray: the cluster: auto (a Ray node runs on this machine), HOST:PORT of its head, or "
+        "ray://HOST:PORT (Ray Client)",
+    )
+    ray_sandbox: str = Field(
+        "desktop", description="ray: the sandbox each node starts: desktop, osworld-vm, vm or a profile's own"
+    )
+    ray_slot_resource: str = Field(
+        "osworld_sandbox",
+        description="ray: the custom resource each node declares, one unit per sandbox it may run at once",
+    )
+    ray_place_timeout: float = Field(
+        600.0, gt=0, description="ray: seconds a sandbox may wait for a free slot before its task is masked"
+    )
+    ray_heartbeat_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="ray: seconds a node agent goes without a heartbeat of the run's process before it ends the "
+        "run on its node (its warm pool and sandboxes: the run's process is gone)",
+    )
     # --- shared services (see docs/services.md)
     # Before services: its validator checks the profile's entries over the presets' services.
     service_presets: list[str] = Field(
@@ -338,6 +366,15 @@ class Settings(BaseModel):
         from pytest_osworld.services.model import check_suffix
 
         return check_suffix(value)
+
+    @field_validator("ray_sandbox")
+    @classmethod
+    def _ray_sandbox(cls, value: str) -> str:
+        if value == "ray":
+            raise ValueError(
+                "the sandbox each Ray node starts cannot be ray itself: desktop, osworld-vm, vm or a profile's"
+            )
+        return value
 
     @field_validator("docker_host", "service_presets", mode="before")
     @classmethod
