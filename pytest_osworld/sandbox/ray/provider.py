@@ -53,6 +53,8 @@ log = logging.getLogger("pytest_osworld.sandbox.ray")
 PROVIDER = "ray"
 MAX_PLACEMENTS = 4  # placements of one sandbox (a node that refuses or dies while starting is left out)
 CALL_TIMEOUT = 30.0  # an agent's quick calls (claim, alive, logs)
+AGENT_PING_TIMEOUT = 5.0  # a lost sandbox's node agent asked whether it still answers
+NODE_VERDICT_WAIT = 45.0  # at most this long for Ray to call a silent node dead (its health check, under load)
 START_TIMEOUT = 3600.0  # an agent's start may run the node's preflight first (an image build)
 STOP_TIMEOUT = 120.0
 AGENT_WAIT = 30.0  # for the owner's watch to make the agent of a node that just joined
@@ -271,16 +273,36 @@ class RayProvider(SandboxProvider):
         agents = self._all_agents()
         return [self.ray.get(agent.status.remote(), timeout=CALL_TIMEOUT) for _, agent in agents]
 
-    def node_state(self, node_id: str) -> str:
-        """What Ray says of a node, for a lost sandbox's message."""
+    def node_state(self, node_id: str, wait: float = NODE_VERDICT_WAIT) -> str:
+        """What Ray says of a node, for a lost sandbox's message. A node whose raylet just died is still
+        alive to Ray until its health check gives up on it: while the node's agent does not answer, Ray
+        is asked again, up to ``wait`` seconds."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                nodes = {n.node_id: n for n in read_nodes(self.ray.nodes(), self.slot)}
+            except Exception:  # noqa: BLE001 - the cluster itself does not answer
+                return "the Ray cluster does not answer"
+            node = nodes.get(node_id)
+            if node is None:
+                return "Ray does not know the node any more"
+            if not node.alive:
+                return "Ray reports the node dead"
+            if self._agent_answers(node_id):
+                return "the node and its agent answer: the sandbox itself ended"
+            if time.monotonic() >= deadline:
+                return "the node is alive but its agent does not answer"
+            time.sleep(1.0)  # poll interval: Ray's health check decides within its own period
+
+    def _agent_answers(self, node_id: str) -> bool:
+        agent = self._agents.get(node_id)
+        if agent is None:
+            return False
         try:
-            nodes = {n.node_id: n for n in read_nodes(self.ray.nodes(), self.slot)}
-        except Exception:  # noqa: BLE001 - the cluster itself does not answer
-            return "the Ray cluster does not answer"
-        node = nodes.get(node_id)
-        if node is None:
-            return "Ray does not know the node any more"
-        return "Ray reports the node dead" if not node.alive else "the node is alive but its agent does not answer"
+            self.ray.get(agent.status.remote(), timeout=AGENT_PING_TIMEOUT)
+        except Exception:  # noqa: BLE001 - any failure of the call is an agent that does not answer
+            return False
+        return True
 
     # --- sandboxes
     def start(self, *, task_key: str, labels: Mapping[str, str] | None = None) -> RaySandbox:
