@@ -11,7 +11,7 @@ import pytest
 from tests.support.paths import REPO
 
 INNER = """
-import json, os, pathlib
+import json, os, pathlib, time
 
 import pytest
 
@@ -43,3 +43,53 @@ def test_a_lanes_tests_run_on_one_worker(pytester: pytest.Pytester, monkeypatch:
     # Seven work units without the lanes would spread over both workers; with them, two units.
     assert len(workers) == 7 and len(lane) == 1 and None not in lane
     assert workers["alone"] not in lane
+
+
+TWO_LANES = """
+import json, os, pathlib, time
+
+import pytest
+
+def _note(name, started):
+    path = pathlib.Path(os.environ["LANES_SEEN"]) / f"{name}.json"
+    path.write_text(json.dumps([os.environ.get("PYTEST_XDIST_WORKER"), started, time.time()]))
+
+@pytest.mark.parametrize("n", range(3))
+@pytest.mark.xdist_group("a")
+def test_lane_a(n):
+    started = time.time()
+    time.sleep(0.3)
+    _note(f"a-{n}", started)
+
+@pytest.mark.parametrize("n", range(3))
+@pytest.mark.xdist_group("b")
+def test_lane_b(n):
+    started = time.time()
+    time.sleep(0.3)
+    _note(f"b-{n}", started)
+
+@pytest.mark.parametrize("n", range(4))
+def test_single(n):
+    _note(f"single-{n}", time.time())
+"""
+
+
+def test_one_worker_stays_out_of_the_lanes(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two lanes, two workers: one worker takes the single tests while the first lane runs, not both lanes at once."""
+    pytester.makepyfile(test_inner=TWO_LANES)
+    seen = pytester.mkdir("seen")
+    monkeypatch.setenv("LANES_SEEN", str(seen))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    result = pytester.runpytest_subprocess(
+        "-p", "tests.support.xdist_groups", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup"
+    )
+    result.assert_outcomes(passed=10)
+    notes = {path.stem: json.loads(path.read_text()) for path in Path(seen).glob("*.json")}
+    spans = {
+        lane: (min(notes[f"{lane}-{n}"][1] for n in range(3)), max(notes[f"{lane}-{n}"][2] for n in range(3)))
+        for lane in ("a", "b")
+    }
+    (_, _), (second_start, _) = sorted(spans.values())
+    singles = [notes[f"single-{n}"] for n in range(4)]
+    # While the first lane ran on one worker, the other took the single tests before the second lane.
+    assert all(at <= second_start for _, at, _ in singles), (notes, spans)

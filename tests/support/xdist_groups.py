@@ -7,6 +7,10 @@ dropped and every grouped test is scheduled on its own. So the lanes travel anot
 writes the lane of each collected test to a file the controller named, and the controller's scheduler
 (xdist's load-scope scheduler, one work unit per lane) reads them. A suffix xdist did write (pytest 8)
 is used as it is.
+
+Lanes are long (shared real runs, QEMU): at most one worker fewer than there are workers holds a lane at
+a time, so one worker always takes the single tests meanwhile instead of all of them waiting behind the
+lanes.
 """
 
 from __future__ import annotations
@@ -75,7 +79,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 self._lanes = read_lanes(config)
             return self._lanes.get(nodeid, nodeid)
 
+        def _assign_work_unit(self, node: Any) -> None:
+            holding = sum(
+                1
+                for other, work in self.assigned_work.items()
+                if other is not node and any(is_lane(scope) and not all(done.values()) for scope, done in work.items())
+            )
+            if holding >= max(1, len(self.nodes) - 1):  # enough workers in lanes: this one takes a single test
+                single = next((scope for scope in self.workqueue if not is_lane(scope)), None)
+                if single is not None:
+                    self.workqueue.move_to_end(single, last=False)
+            super()._assign_work_unit(node)
+
     return LaneScheduling(config, log)
+
+
+def is_lane(scope: str) -> bool:
+    """A work unit of the scheduler is a lane's name or one test's node id (which always has '::')."""
+    return "::" not in scope
 
 
 def read_lanes(config: pytest.Config) -> dict[str, str]:
