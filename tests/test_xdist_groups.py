@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.paths import REPO
 
 INNER = """
-import json, os, pathlib, time
+import json, os, pathlib
 
 import pytest
 
@@ -29,16 +30,23 @@ def test_on_its_own():
 """
 
 
-def test_a_lanes_tests_run_on_one_worker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytester.makepyfile(test_inner=INNER)
+def run_on_two_workers(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str, passed: int
+) -> dict[str, Any]:
+    """Run ``source`` under ``-n 2 --dist loadgroup`` with the lanes plugin; what each test noted, by name."""
+    pytester.makepyfile(test_inner=source)
     seen = pytester.mkdir("seen")
     monkeypatch.setenv("LANES_SEEN", str(seen))
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     result = pytester.runpytest_subprocess(
         "-p", "tests.support.xdist_groups", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup"
     )
-    result.assert_outcomes(passed=7)
-    workers = {path.stem: json.loads(path.read_text()) for path in Path(seen).glob("*.json")}
+    result.assert_outcomes(passed=passed)
+    return {path.stem: json.loads(path.read_text()) for path in Path(seen).glob("*.json")}
+
+
+def test_a_lanes_tests_run_on_one_worker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    workers = run_on_two_workers(pytester, monkeypatch, INNER, passed=7)
     lane = {worker for name, worker in workers.items() if name.startswith("lane-")}
     # Seven work units without the lanes would spread over both workers; with them, two units.
     assert len(workers) == 7 and len(lane) == 1 and None not in lane
@@ -76,15 +84,7 @@ def test_single(n):
 
 def test_one_worker_stays_out_of_the_lanes(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two lanes, two workers: one worker takes the single tests while the first lane runs, not both lanes at once."""
-    pytester.makepyfile(test_inner=TWO_LANES)
-    seen = pytester.mkdir("seen")
-    monkeypatch.setenv("LANES_SEEN", str(seen))
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
-    result = pytester.runpytest_subprocess(
-        "-p", "tests.support.xdist_groups", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup"
-    )
-    result.assert_outcomes(passed=10)
-    notes = {path.stem: json.loads(path.read_text()) for path in Path(seen).glob("*.json")}
+    notes = run_on_two_workers(pytester, monkeypatch, TWO_LANES, passed=10)
     spans = {
         lane: (min(notes[f"{lane}-{n}"][1] for n in range(3)), max(notes[f"{lane}-{n}"][2] for n in range(3)))
         for lane in ("a", "b")
