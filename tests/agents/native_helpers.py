@@ -14,7 +14,7 @@ from pytest_osworld.models import make_model_client
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import TaskEntry
-from tests.support.model_server import ModelServer
+from tests.support.model_server import Api, ModelServer
 from tests.support.native_script import bundled_v1_tasks, case_tasks
 
 SCREEN = (1920, 1080)
@@ -31,7 +31,7 @@ def task(task_id: str, every: list[dict[str, Any]]) -> dict[str, Any]:
 def runner(
     agent: str, server: ModelServer, task_json: dict[str, Any], *, asks_user: bool = False, **settings: Any
 ) -> Runner:
-    api = "anthropic" if agent == "anthropic-computer" else "openai"
+    api: Api = "anthropic" if agent == "anthropic-computer" else "openai"
     given = {"model_url": server.url(api), "model": server.models[0], "agent": agent, "model_retries": 0}
     values = Settings(**{**given, "model_backoff": 0, **settings})
     entry = TaskEntry(task=Task.model_validate(task_json), domain="os", origin="tests/tasks.jsonl:1")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ def serve(server: ModelServer, version: str = "computer_20251124", **kwargs: obj
     return script
 
 
-def claude(server: ModelServer, task_json: dict[str, object], **settings: object) -> AnthropicComputerRunner:
+def claude(server: ModelServer, task_json: dict[str, Any], **settings: Any) -> AnthropicComputerRunner:
     """The runner with the newer tool (zoom) unless the settings name another."""
     agent = runner("anthropic-computer", server, task_json, **{"anthropic_tool": "computer_20251124", **settings})
     assert isinstance(agent, AnthropicComputerRunner)

@@ -129,7 +129,7 @@ def test_a_click_on_a_pixel_of_the_screenshot_lands_on_that_pixel_of_the_screen(
             runner = _runner(agent, settings)
             view = runner.view(Observation("Click the targets.", screen, SCREEN, 0, pointer=client.cursor_position))
             frame = view.frame
-            shown = Image.open(io.BytesIO(view.image))
+            shown: Image.Image = Image.open(io.BytesIO(view.image))
             if agent == "uitars":  # sent as taken: the model's image processor resizes it (smart_resize)
                 shown = shown.convert("RGB").resize(frame.image, Image.Resampling.BICUBIC)
             assert shown.size == frame.image

@@ -98,7 +98,7 @@ def _entry() -> TaskEntry:
     )
 
 
-ECHOES = {
+ECHOES: dict[str, dict[str, Any]] = {
     # Each protocol's answer, its text echoing the key (a careless endpoint): recorded only redacted.
     "anthropic-computer": {"content": [{"type": "text", "text": f"done {KEY}"}], "stop_reason": "end_turn"},
     "openai-computer": {

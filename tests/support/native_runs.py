@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.model_server import ModelServer
-from tests.support.native_script import ScriptedModel, bundled_v1_tasks, case_tasks, write_jsonl
+from tests.support.model_server import Api, ModelServer
+from tests.support.native_model import ScriptedModel
+from tests.support.native_script import bundled_v1_tasks, case_tasks, write_jsonl
 from tests.support.paths import REPO
 
 KEY = "sk-native-5e0c3b9d1a-do-not-leak"
@@ -84,7 +85,7 @@ def run_native(
     case_file = write_jsonl(folder / "cases.jsonl", case_tasks(CASE_BASE, cases))
     run_id = f"native-{secrets.token_hex(4)}"
     reports = folder / "reports"
-    api = "anthropic" if agent == "anthropic-computer" else "openai"
+    api: Api = "anthropic" if agent == "anthropic-computer" else "openai"
     command = [
         sys.executable,
         "-m",

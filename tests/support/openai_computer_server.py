@@ -18,20 +18,18 @@ from typing import Any
 from PIL import Image
 
 from tests.support.model_server import Behaviour, Json, RecordedRequest, Status
+from tests.support.native_model import Invalid, ScriptedModel, decode_image
 from tests.support.native_script import (
     Click,
     Conversation,
     Fault,
     Finish,
-    Invalid,
     Keys,
     Look,
     OpenTerminal,
     Pause,
-    ScriptedModel,
     Turn,
     Write,
-    decode_image,
 )
 
 CUA_KEYS = {
