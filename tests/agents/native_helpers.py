@@ -41,10 +41,13 @@ def runner(
 
 
 def png(color: tuple[int, int, int] = (40, 90, 160), size: tuple[int, int] = SCREEN, terminal: bool = False) -> bytes:
-    """A screen of one colour; with ``terminal``, a focused window's title bar (openbox's blue) in the middle."""
+    """A screen with a few coloured panes (not blank); with ``terminal``, a focused window's title bar
+    (openbox's blue) in the middle."""
     image = Image.new("RGB", size, color)
+    width, height = size
+    for n, pane in enumerate(((230, 230, 230), (90, 160, 90), (200, 120, 40))):
+        image.paste(pane, (n * width // 3, height // 2, (n + 1) * width // 3, height))
     if terminal:
-        width, height = size
         image.paste((140, 177, 221), (int(0.31 * width), int(0.28 * height), int(0.69 * width), int(0.295 * height)))
     out = io.BytesIO()
     image.save(out, format="PNG")

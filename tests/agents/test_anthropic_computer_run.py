@@ -3,7 +3,7 @@ Anthropic's Messages API with the computer tool (computer_20251124, zoom declare
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,39 +11,38 @@ import pytest
 from pytest_osworld.agents.coordinates import Frame
 from pytest_osworld.guest.client import PYAUTOGUI_PREFIX
 from tests.support.anthropic_server import AnthropicScript
-from tests.support.model_server import ModelServer
 from tests.support.native_runs import (
-    KEY,
+    GROUP,
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
     assert_no_key_anywhere,
-    run_native,
+    native_run,
 )
-from tests.support.native_script import bundled_v1_tasks, case_tasks
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group(GROUP)]
 
 CASES = ("nonsense", "unknown", "refusal", "cut", "overloaded", "overloaded_forever", "look")
 
 
 @pytest.fixture(scope="module")
-def native(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeRun]:
-    script = AnthropicScript(bundled_v1_tasks() + case_tasks("os-refresh-rate", CASES), version="computer_20251124")
-    with ModelServer(models=["claude-test"], api_key=KEY) as server:
-        yield run_native(
-            tmp_path_factory.mktemp("anthropic"),
-            server,
-            script,
-            "anthropic-computer",
-            CASES,
-            "--osworld-anthropic-tool",
-            "computer_20251124",
-        )
+def native(shared_runs_root: Path) -> NativeRun:
+    def script(tasks: list[dict[str, Any]]) -> AnthropicScript:
+        return AnthropicScript(tasks, version="computer_20251124")
+
+    return native_run(
+        shared_runs_root,
+        "anthropic-computer",
+        "claude-test",
+        script,
+        CASES,
+        "--osworld-anthropic-tool",
+        "computer_20251124",
+    )
 
 
 def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None:
     assert_bundled_tasks_score_as_with_the_oracle(native)
-    assert native.script.conversations.problems == []  # no request broke the protocol
+    assert native.problems == []  # no request broke the protocol
     record = native.record("libreoffice_calc/calc-sum-units")
     assert record["runner"] == "anthropic-computer" and record["model"]["api"] == "anthropic"
     calls = record["usage"]["prompt_tokens"] // 100
@@ -104,7 +103,7 @@ def test_screenshot_cursor_position_and_zoom_answer_without_acting(native: Nativ
     assert [c["call"]["action"] for c in first["tool_calls"]] == ["screenshot", "cursor_position", "zoom"]
     assert first["tool_calls"][2]["screen"] == [[0, 0], [480, 270]]
     answers = native.notes("case-look")["answers"]
-    assert [a["images"] for a in answers] == [[(1429, 804)], [], [(1429, 804)]]
+    assert [a["images"] for a in answers] == [[[1429, 804]], [], [[1429, 804]]]  # kept as JSON
     assert answers[1]["texts"][0].startswith("X=")
 
 

@@ -3,36 +3,32 @@ Responses API with the computer_use_preview tool (chained by previous_response_i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.support.model_server import ModelServer
 from tests.support.native_runs import (
-    KEY,
+    GROUP,
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
     assert_no_key_anywhere,
-    run_native,
+    native_run,
 )
-from tests.support.native_script import bundled_v1_tasks, case_tasks
 from tests.support.openai_computer_server import OpenAIComputerScript
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group(GROUP)]
 
 CASES = ("nonsense", "unknown", "refusal", "cut", "overloaded", "overloaded_forever", "safety", "look")
 
 
 @pytest.fixture(scope="module")
-def native(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeRun]:
-    script = OpenAIComputerScript(bundled_v1_tasks() + case_tasks("os-refresh-rate", CASES))
-    with ModelServer(models=["computer-use-preview"], api_key=KEY) as server:
-        yield run_native(tmp_path_factory.mktemp("openai"), server, script, "openai-computer", CASES)
+def native(shared_runs_root: Path) -> NativeRun:
+    return native_run(shared_runs_root, "openai-computer", "computer-use-preview", OpenAIComputerScript, CASES)
 
 
 def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None:
     assert_bundled_tasks_score_as_with_the_oracle(native)
-    assert native.script.conversations.problems == []
+    assert native.problems == []
     record = native.record("libreoffice_calc/calc-sum-units")
     assert record["runner"] == "openai-computer" and record["model"]["api"] == "openai"
     keys = [

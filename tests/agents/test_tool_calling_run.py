@@ -3,36 +3,32 @@ calls one computer function (parallel tool calls, terminate), plus the failure c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.support.model_server import ModelServer
 from tests.support.native_runs import (
-    KEY,
+    GROUP,
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
     assert_no_key_anywhere,
-    run_native,
+    native_run,
 )
-from tests.support.native_script import bundled_v1_tasks, case_tasks
 from tests.support.tool_calling_server import ToolCallingScript
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group(GROUP)]
 
 CASES = ("nonsense", "unknown", "refusal", "cut", "overloaded", "overloaded_forever", "look")
 
 
 @pytest.fixture(scope="module")
-def native(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeRun]:
-    script = ToolCallingScript(bundled_v1_tasks() + case_tasks("os-refresh-rate", CASES))
-    with ModelServer(models=["vlm-test"], api_key=KEY) as server:
-        yield run_native(tmp_path_factory.mktemp("tools"), server, script, "tool-calling", CASES)
+def native(shared_runs_root: Path) -> NativeRun:
+    return native_run(shared_runs_root, "tool-calling", "vlm-test", ToolCallingScript, CASES)
 
 
 def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None:
     assert_bundled_tasks_score_as_with_the_oracle(native)
-    assert native.script.conversations.problems == []
+    assert native.problems == []
     # Parallel tool calls of one answer ran in order, each its own action line of the step.
     steps = [s for s in native.traj("libreoffice_calc/calc-sum-units") if s["step_num"] == 2]
     assert [s["action"]["call"]["text"] for s in steps] == ["ctrl+Home", "Down Down Down Down Down", "Right"]

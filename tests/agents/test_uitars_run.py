@@ -3,36 +3,32 @@ UI-TARS's grammar (absolute coordinates on the smart_resized screenshot), plus t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.support.model_server import ModelServer
 from tests.support.native_runs import (
-    KEY,
+    GROUP,
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
     assert_no_key_anywhere,
-    run_native,
+    native_run,
 )
-from tests.support.native_script import bundled_v1_tasks, case_tasks
 from tests.support.uitars_server import UITarsScript
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group(GROUP)]
 
 CASES = ("nonsense", "unknown", "refusal", "cut", "overloaded", "overloaded_forever")
 
 
 @pytest.fixture(scope="module")
-def native(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeRun]:
-    script = UITarsScript(bundled_v1_tasks() + case_tasks("os-refresh-rate", CASES))
-    with ModelServer(models=["ui-tars"], api_key=KEY) as server:
-        yield run_native(tmp_path_factory.mktemp("uitars"), server, script, "uitars", CASES)
+def native(shared_runs_root: Path) -> NativeRun:
+    return native_run(shared_runs_root, "uitars", "ui-tars", UITarsScript, CASES)
 
 
 def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None:
     assert_bundled_tasks_score_as_with_the_oracle(native)
-    assert native.script.conversations.problems == []
+    assert native.problems == []
     (click,) = [
         s["action"]
         for s in native.traj("multi_apps/multi-poem-to-writer")

@@ -34,10 +34,13 @@ from tests.support.paths import REPO
 SUFFIX = "osworld.test"  # the default service host suffix
 TOKEN_FILE = "/home/user/.forge-token"  # where forge-open-merge-request's setup writes the token
 WAIT_S = 2.0
-POLL_S = 1.0
+POLL_S = 0.5
 MAX_POLLS = 40
 REPRESS_POLLS = 8  # no terminal after this many looks: ctrl+alt+t again
 READY_POLLS = 2  # an application is up after at least this many looks at a still screen with a focused window
+READY_GIVE_UP = 30  # looks before going on without the application (a slow start under load)
+SETTLE_GIVE_UP = 12  # looks before a WAIT goes on with the screen as it is
+BLANK = 0.95  # a screen this much of one colour shows nothing yet
 STILL = 0.01  # a screen that changed less than this share is still (a blinking caret, a spinner)
 TERMINAL_WIDTH = (0.2, 0.7)  # the terminal's title bar spans this share of the screen's width
 MIN_BAR, MAX_BAR = 0.008, 0.03  # a title bar's height, as a share of the screen's
@@ -86,7 +89,14 @@ class AwaitTerminal:
 
 @dataclass(frozen=True)
 class AwaitReady:
-    """Wait until the task's application is up: a focused window, and a screen that stopped changing."""
+    """Wait until the task's application is up: a focused window, and a screen that stopped changing
+    (at most ``READY_GIVE_UP`` looks: then go on, as a person who waited long enough)."""
+
+
+@dataclass(frozen=True)
+class Settle:
+    """The solution's WAIT: wait until the screen stopped changing and shows more than one colour (a
+    window still loading is blank), at most ``SETTLE_GIVE_UP`` looks."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +111,7 @@ class Look:
     region: tuple[int, int, int, int] = (0, 0, 480, 270)
 
 
-Step = Keys | Write | Click | Pause | Finish | OpenTerminal | AwaitTerminal | AwaitReady | Fault | Look
+Step = Keys | Write | Click | Pause | Finish | OpenTerminal | AwaitTerminal | AwaitReady | Settle | Fault | Look
 Turn = tuple[Step, ...]
 
 # The failure cases (docs/agents.md, item 5 of the issue): what each protocol's server answers first.
@@ -166,7 +176,7 @@ def plan(task: dict[str, Any]) -> list[Turn]:
     waits_for_app = set(task.get("related_apps") or []) - {"os"}
     for entry in task.get("solution") or []:
         if entry in ("WAIT", "DONE", "FAIL"):
-            turns.append((Pause(),) if entry == "WAIT" else (Finish(entry == "DONE"),))
+            turns.append((Settle(),) if entry == "WAIT" else (Finish(entry == "DONE"),))
             continue
         code = fill(entry)
         gui = gui_steps(code)
@@ -252,7 +262,7 @@ class Conversation:
         while True:
             turn = self.turns[min(self.index, len(self.turns) - 1)]
             first = turn[0]
-            if isinstance(first, AwaitTerminal | AwaitReady):
+            if isinstance(first, AwaitTerminal | AwaitReady | Settle):
                 waited = self._wait(first, screen)
                 if waited is None:
                     self.index += 1
@@ -264,12 +274,17 @@ class Conversation:
             self.index += 1
             return turn
 
-    def _wait(self, step: AwaitTerminal | AwaitReady, screen: Image.Image | None) -> Turn | None:
+    def _wait(self, step: AwaitTerminal | AwaitReady | Settle, screen: Image.Image | None) -> Turn | None:
         """None when what ``step`` waits for is on ``screen``; else the turn to answer meanwhile."""
         screens = self.screens
         if screen is not None and self._seen(step, screen):
+            screens.previous = None
             return None
         screens.polls += 1
+        give_up = {AwaitReady: READY_GIVE_UP, Settle: SETTLE_GIVE_UP}.get(type(step))
+        if give_up is not None and screens.polls > give_up:
+            screens.previous = None
+            return None
         if screens.polls > MAX_POLLS:
             raise AssertionError(f"{self.task_id}: waited {MAX_POLLS} times for {step}")
         if isinstance(step, AwaitTerminal) and step.open and screens.polls % REPRESS_POLLS == 0:
@@ -278,11 +293,13 @@ class Conversation:
             return (OpenTerminal(),)
         return (Pause(POLL_S),)
 
-    def _seen(self, step: AwaitTerminal | AwaitReady, screen: Image.Image) -> bool:
+    def _seen(self, step: AwaitTerminal | AwaitReady | Settle, screen: Image.Image) -> bool:
         screens = self.screens
-        if isinstance(step, AwaitReady):
+        if isinstance(step, AwaitReady | Settle):
             previous, screens.previous = screens.previous, screen
             still = previous is not None and changed_share(previous, screen) < STILL
+            if isinstance(step, Settle):
+                return still and not blank(screen)
             return still and bool(title_bars(screen)) and screens.polls >= READY_POLLS
         if step.open:
             assert screens.baseline is not None, "no screen before ctrl+alt+t"
@@ -327,6 +344,13 @@ def _same_bar(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> boo
     """One window's title bar in both: the same rows and the same extent (a window opened over another's
     title bar row is another window)."""
     return all(abs(x - y) <= 6 for x, y in zip(a, b))
+
+
+def blank(image: Image.Image) -> bool:
+    """Nearly all one colour: the bare desktop, or a window whose content has not come yet."""
+    pixels = np.asarray(image.convert("RGB"))[::4, ::4].reshape(-1, 3)
+    _, counts = np.unique(pixels // 8, axis=0, return_counts=True)
+    return bool(counts.max() / len(pixels) > BLANK)
 
 
 def changed_share(a: Image.Image, b: Image.Image) -> float:
