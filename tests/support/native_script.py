@@ -9,7 +9,10 @@ A bundled task's reference solution becomes a plan of turns, each answered in on
   as OSWorld's Ubuntu); the scripted model waits, looking at the screenshots it is sent, until a
   window has appeared; types ``python3 - <<'EOF'`` with the code and ``exit``; and waits until the
   terminal's title bar is gone (the command finished and the terminal closed) before going on;
-- ``WAIT`` is a short wait, ``DONE`` and ``FAIL`` the protocol's ending (done; "the task is infeasible").
+- before the first terminal of a task whose setup starts an application, the scripted model waits until
+  that application is up (a focused window, a still screen): one that appears later takes the keyboard;
+- ``WAIT`` waits until the screen stopped changing and shows something (a window still loading is
+  blank); ``DONE`` and ``FAIL`` are the protocol's ending (done; "the task is infeasible").
 
 The failure cases play on copies of one quick task whose instruction ends with ``[case:NAME]``
 (:data:`CASES`): the fault first, then the task's own solution.
