@@ -169,6 +169,38 @@ class Settings(BaseModel):
     a11y_tree_max_chars: int = Field(
         40000, ge=1000, description="most characters of accessibility tree text in one prompt"
     )
+    # --- the native computer-use runners (docs/agents.md#native-computer-use-runners)
+    anthropic_tool: Literal["computer_20250124", "computer_20251124"] = Field(
+        "computer_20250124",
+        description="anthropic-computer: the computer tool version (computer_20251124, with zoom, for the models "
+        "Anthropic documents it for); its beta header goes with it",
+    )
+    anthropic_zoom: bool = Field(
+        True, description="anthropic-computer with computer_20251124: declare the zoom action (enable_zoom)"
+    )
+    openai_environment: Literal["linux", "ubuntu", "windows", "mac", "browser"] = Field(
+        "linux", description="openai-computer: the environment declared to the computer_use_preview tool"
+    )
+    openai_chaining: Literal["previous_response_id", "items"] = Field(
+        "previous_response_id",
+        description="openai-computer: chain turns by previous_response_id, or send every item back (reasoning "
+        "items included)",
+    )
+    acknowledge_safety_checks: bool = Field(
+        False,
+        description="openai-computer: acknowledge the model's pending safety checks and go on (otherwise the "
+        "episode ends there, recorded as such)",
+    )
+    uitars_coordinates: Literal["absolute", "relative"] = Field(
+        "absolute",
+        description="uitars: the model's coordinates are pixels of the resized screenshot (UI-TARS-1.5, "
+        "Qwen2.5-VL) or relative 0..1000 (UI-TARS 1.0, Qwen3-VL)",
+    )
+    uitars_factor: int = Field(
+        28, ge=1, description="uitars: the image processor's patch factor for smart_resize (28; Qwen3-VL 32)"
+    )
+    uitars_min_pixels: int = Field(100 * 28 * 28, ge=1, description="uitars: smart_resize's smallest image area")
+    uitars_max_pixels: int = Field(16384 * 28 * 28, ge=1, description="uitars: smart_resize's largest image area")
     task_overrides: dict[str, dict[str, Any]] = Field(
         default_factory=dict, **_profile_only("per task id: settings that override the run's for that task")
     )
