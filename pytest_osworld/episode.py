@@ -311,7 +311,8 @@ class Episode:
                 records.append(record)
                 continue
             if action.kind == "WAIT":
-                time.sleep(self.settings.wait_seconds)  # the agent asked to wait: the setting is the wait
+                # The agent asked to wait: as long as it said, else the setting.
+                time.sleep(self.settings.wait_seconds if action.seconds is None else action.seconds)
                 fields: dict[str, Any] = {}
             else:
                 fields = self._execute(action)

@@ -47,6 +47,9 @@ class Action:
     code: str | None = None
     raw: Any = None
     question: str | None = None  # a CALL_USER action's question
+    # A WAIT's own length (a native protocol's timed wait); None: the harness's wait_seconds. Either is
+    # slept by the harness: waiting needs no program in the guest.
+    seconds: float | None = None
 
     @classmethod
     def of_code(cls, code: str, raw: Any = None) -> Action:

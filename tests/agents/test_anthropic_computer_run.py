@@ -16,6 +16,7 @@ from tests.support.native_runs import (
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
     assert_no_key_anywhere,
+    bundled_keys,
     native_run,
 )
 
@@ -70,6 +71,15 @@ def test_plain_python_steps_go_through_a_terminal_that_closes_itself(native: Nat
     command = next(c["text"] for c in typed if c["action"] == "type")
     assert command.startswith(f"python3 - <<'EOF'\n{PYAUTOGUI_PREFIX}\nimport os; os.rename(")
     assert command.endswith("EOF\nexit\n")
+
+
+def test_a_timed_wait_is_slept_by_the_harness_not_run_in_the_guest(native: NativeRun) -> None:
+    waits = [s for key in bundled_keys() for s in native.traj(key) if _action(s) == "wait"]
+    assert waits, "the scripted model waits for the terminal"
+    for step in waits:
+        seconds = step["action"]["call"]["duration"]
+        # No guest program ran (a code action records its status), and the wait was as long as asked.
+        assert step.get("execute_status") is None and step["execute_seconds"] >= seconds, step
 
 
 def test_failure_cases_are_recorded_and_the_episode_goes_on(native: NativeRun) -> None:

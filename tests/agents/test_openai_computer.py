@@ -66,7 +66,8 @@ def test_a_wait_is_one_second_and_the_infeasible_phrase_is_fail(server: ModelSer
     assert [a.kind for a in decision.actions] == ["FAIL"]
     calc = task("calc-sum-units", EVERY)
     first = runner("openai-computer", server, calc).predict(observe(calc["instruction"], 0))
-    assert [a.code for a in first.actions] == ["time.sleep(1.0)"] and first.actions[0].raw["call"] == {"type": "wait"}
+    assert [(a.kind, a.code, a.seconds) for a in first.actions] == [("WAIT", None, 1.0)]
+    assert first.actions[0].raw["call"] == {"type": "wait"}
 
 
 def test_pending_safety_checks_end_the_episode_unless_acknowledging_is_allowed(server: ModelServer) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,11 +39,13 @@ SUFFIX = "osworld.test"  # the default service host suffix
 TOKEN_FILE = "/home/user/.forge-token"  # where forge-open-merge-request's setup writes the token
 WAIT_S = 2.0
 POLL_S = 0.5
-MAX_POLLS = 40
-REPRESS_POLLS = 8  # no terminal after this many looks: ctrl+alt+t again
+# The waits are timed, not counted: a look costs a fraction of a second on an idle host and several on
+# a loaded one.
+MAX_WAIT_S = 150.0  # waiting this long for a terminal is a failure of the run
+REPRESS_S = 15.0  # no terminal this long after ctrl+alt+t: press it again
 READY_POLLS = 2  # an application is up after at least this many looks at a still screen with a focused window
-READY_GIVE_UP = 30  # looks before going on without the application (a slow start under load)
-SETTLE_GIVE_UP = 12  # looks before a WAIT goes on with the screen as it is
+READY_GIVE_UP_S = 75.0  # then go on without the application (a slow start under load)
+SETTLE_GIVE_UP_S = 25.0  # then a WAIT goes on with the screen as it is
 BLANK = 0.95  # a screen this much of one colour shows nothing yet
 STILL = 0.01  # a screen that changed less than this share is still (a blinking caret, a spinner)
 TERMINAL_WIDTH = (0.2, 0.7)  # the terminal's title bar spans this share of the screen's width
@@ -93,13 +96,13 @@ class AwaitTerminal:
 @dataclass(frozen=True)
 class AwaitReady:
     """Wait until the task's application is up: a focused window, and a screen that stopped changing
-    (at most ``READY_GIVE_UP`` looks: then go on, as a person who waited long enough)."""
+    (at most ``READY_GIVE_UP_S``: then go on, as a person who waited long enough)."""
 
 
 @dataclass(frozen=True)
 class Settle:
     """The solution's WAIT: wait until the screen stopped changing and shows more than one colour (a
-    window still loading is blank), at most ``SETTLE_GIVE_UP`` looks."""
+    window still loading is blank), at most ``SETTLE_GIVE_UP_S``."""
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,8 @@ class Screens:
     title: tuple[int, int, int, int] | None = None  # the terminal's title bar: top, bottom, left, right
     previous: Image.Image | None = None  # the last screen, while waiting for an application
     polls: int = 0
+    since: float = 0.0  # when the current wait began (time.monotonic)
+    pressed: float = 0.0  # when ctrl+alt+t was last pressed
 
 
 @dataclass
@@ -274,6 +279,7 @@ class Conversation:
                 return waited
             if isinstance(first, OpenTerminal):
                 self.screens.baseline = screen
+                self.screens.pressed = time.monotonic()
             self.index += 1
             return turn
 
@@ -283,16 +289,21 @@ class Conversation:
         if screen is not None and self._seen(step, screen):
             screens.previous = None
             return None
+        now = time.monotonic()
+        if screens.polls == 0:
+            screens.since = now
         screens.polls += 1
-        give_up = {AwaitReady: READY_GIVE_UP, Settle: SETTLE_GIVE_UP}.get(type(step))
-        if give_up is not None and screens.polls > give_up:
+        waited = now - screens.since
+        give_up = {AwaitReady: READY_GIVE_UP_S, Settle: SETTLE_GIVE_UP_S}.get(type(step))
+        if give_up is not None and waited > give_up:
             screens.previous = None
             return None
-        if screens.polls > MAX_POLLS:
-            raise AssertionError(f"{self.task_id}: waited {MAX_POLLS} times for {step}")
-        if isinstance(step, AwaitTerminal) and step.open and screens.polls % REPRESS_POLLS == 0:
+        if waited > MAX_WAIT_S:
+            raise AssertionError(f"{self.task_id}: waited {waited:.0f} s ({screens.polls} looks) for {step}")
+        if isinstance(step, AwaitTerminal) and step.open and now - screens.pressed > REPRESS_S:
             # No terminal yet: press ctrl+alt+t again, as a person would.
             screens.baseline = screen
+            screens.pressed = now
             return (OpenTerminal(),)
         return (Pause(POLL_S),)
 

@@ -108,8 +108,8 @@ def check_seconds(value: Any, name: str = "duration") -> float:
 
 def to_code(call: GuiCall, frame: Frame) -> str | None:
     """The pyautogui program for ``call`` (``pyautogui`` and ``time`` are imported by the guest's
-    prefix), or None for a wait without a duration (the harness's WAIT) and the informing kinds."""
-    if call.informs or (call.kind == "wait" and call.seconds is None):
+    prefix), or None for a wait (the harness's WAIT, timed or not) and the informing kinds."""
+    if call.informs or call.kind == "wait":
         return None
     lines = _LINES[call.kind](call, frame)
     return "\n".join(lines)
@@ -217,10 +217,6 @@ def _hold_key(call: GuiCall, frame: Frame) -> list[str]:
     ]
 
 
-def _wait(call: GuiCall, frame: Frame) -> list[str]:
-    return [f"time.sleep({call.seconds})"]
-
-
 _LINES = {
     "click": _click,
     "move": _move,
@@ -231,5 +227,4 @@ _LINES = {
     "key": _key,
     "type": _type,
     "hold_key": _hold_key,
-    "wait": _wait,
 }

@@ -227,7 +227,8 @@ class NativeRunner(Runner):
                 continue
             record = self._call_record(tool_call, view.frame)
             code = to_code(call, view.frame)
-            actions.append(Action.of_code(code, raw=record) if code is not None else Action("WAIT", raw=record))
+            wait = Action("WAIT", raw=record, seconds=call.seconds)  # a wait runs on the host, not in the guest
+            actions.append(Action.of_code(code, raw=record) if code is not None else wait)
             self._owed.append(_Owed(tool_call))
         return actions
 
