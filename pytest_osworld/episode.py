@@ -126,6 +126,7 @@ class Episode:
         self.instruction = entry.task.instruction
         self._note: str | None = None
         self._step_base = 0  # steps of earlier agent loops of this episode (OSWorld-V2 phases)
+        self._stop: str | None = None  # why the runner ended the episode, when it did (Decision.stop)
         # Asked once the episode has ended, before its score stands: why a shared service the task
         # used is down now (it died during the task), or None. Set by whoever holds the services.
         self.service_check: Callable[[], str | None] | None = None
@@ -239,6 +240,7 @@ class Episode:
             screen_size=self.screen_size,
             step=step,
             accessibility_tree=self.guest.accessibility() if wants_tree else None,
+            pointer=self.guest.cursor_position,  # read only if the runner asks (cursor_position)
         )
 
     def _code(self, action: Action) -> str:
@@ -277,12 +279,19 @@ class Episode:
             parse_error=decision.parse_error if first else None,
             model_seconds=decision.model_seconds if first else None,
             usage=decision.usage if first else Usage(),
+            **(decision.details if first else {}),
             **fields,
         )
 
     def _act(self, step: int, decision: Decision, loop: _Loop) -> tuple[list[StepRecord], bool]:
         """Carry out a decision's actions; returns their records and whether the agent ended the episode."""
         records: list[StepRecord] = []
+        if decision.stop is not None:
+            # The runner ends the episode for the provider's reason (not the agent's DONE or FAIL): the
+            # state is evaluated as it is, and the record and the message say why it ended.
+            loop.last_action, loop.termination, self._stop = None, Termination.DONE, decision.stop
+            records.append(self._step_record(step, decision, None, first=True, done=True, stop=decision.stop))
+            return records, True
         for action in decision.actions:
             first = not records
             if action.kind in ("DONE", "FAIL"):
@@ -302,7 +311,8 @@ class Episode:
                 records.append(record)
                 continue
             if action.kind == "WAIT":
-                time.sleep(self.settings.wait_seconds)  # the agent asked to wait: the setting is the wait
+                # The agent asked to wait: as long as it said, else the setting.
+                time.sleep(self.settings.wait_seconds if action.seconds is None else action.seconds)
                 fields: dict[str, Any] = {}
             else:
                 fields = self._execute(action)
@@ -402,7 +412,12 @@ class Episode:
                 raise self._mask(Termination.EVALUATOR_ERROR, exc) from None
         self.result.score = evaluation.score
         self.result.metric_scores = [s for s in evaluation.metric_scores if s is not None]
-        self.result.message = f"{_ending(self.result)}; {evaluation.message}"
+        ending = (
+            f"the runner stopped the episode after {self.result.steps} step(s): {self._stop}"
+            if self._stop
+            else _ending(self.result)
+        )
+        self.result.message = f"{ending}; {evaluation.message}"
 
     def _final_artifacts(self, last_screen: bytes | None) -> None:
         """The final screen (and the video): best effort, a missing picture is not a second fault."""

@@ -169,6 +169,38 @@ class Settings(BaseModel):
     a11y_tree_max_chars: int = Field(
         40000, ge=1000, description="most characters of accessibility tree text in one prompt"
     )
+    # --- the native computer-use runners (docs/agents.md#native-computer-use-runners)
+    anthropic_tool: Literal["computer_20250124", "computer_20251124"] = Field(
+        "computer_20250124",
+        description="anthropic-computer: the computer tool version (computer_20251124, with zoom, for the models "
+        "Anthropic documents it for); its beta header goes with it",
+    )
+    anthropic_zoom: bool = Field(
+        True, description="anthropic-computer with computer_20251124: declare the zoom action (enable_zoom)"
+    )
+    openai_environment: Literal["linux", "ubuntu", "windows", "mac", "browser"] = Field(
+        "linux", description="openai-computer: the environment declared to the computer_use_preview tool"
+    )
+    openai_chaining: Literal["previous_response_id", "items"] = Field(
+        "previous_response_id",
+        description="openai-computer: chain turns by previous_response_id, or send every item back (reasoning "
+        "items included)",
+    )
+    acknowledge_safety_checks: bool = Field(
+        False,
+        description="openai-computer: acknowledge the model's pending safety checks and go on (otherwise the "
+        "episode ends there, recorded as such)",
+    )
+    uitars_coordinates: Literal["absolute", "relative"] = Field(
+        "absolute",
+        description="uitars: the model's coordinates are pixels of the resized screenshot (UI-TARS-1.5, "
+        "Qwen2.5-VL) or relative 0..1000 (UI-TARS 1.0, Qwen3-VL)",
+    )
+    uitars_factor: int = Field(
+        28, ge=1, description="uitars: the image processor's patch factor for smart_resize (28; Qwen3-VL 32)"
+    )
+    uitars_min_pixels: int = Field(100 * 28 * 28, ge=1, description="uitars: smart_resize's smallest image area")
+    uitars_max_pixels: int = Field(16384 * 28 * 28, ge=1, description="uitars: smart_resize's largest image area")
     task_overrides: dict[str, dict[str, Any]] = Field(
         default_factory=dict, **_profile_only("per task id: settings that override the run's for that task")
     )
@@ -227,6 +259,34 @@ class Settings(BaseModel):
     )
     vm_restore_timeout: float = Field(
         120.0, gt=0, description="vm: seconds a snapshot restore may take before the sandbox falls back to a cold boot"
+    )
+    # --- past one machine: the warm pool and the ray provider (see docs/scaling.md)
+    warm_pool: int = Field(
+        0,
+        ge=0,
+        description="ready sandboxes kept started ahead, each used by one task: per pytest process on a local "
+        "sandbox, per node on ray (0: none, every task waits for its own start)",
+    )
+    ray_address: str = Field(
+        "auto",
+        description="ray: the cluster: auto (a Ray node runs on this machine), HOST:PORT of its head, or "
+        "ray://HOST:PORT (Ray Client)",
+    )
+    ray_sandbox: str = Field(
+        "desktop", description="ray: the sandbox each node starts: desktop, osworld-vm, vm or a profile's own"
+    )
+    ray_slot_resource: str = Field(
+        "osworld_sandbox",
+        description="ray: the custom resource each node declares, one unit per sandbox it may run at once",
+    )
+    ray_place_timeout: float = Field(
+        600.0, gt=0, description="ray: seconds a sandbox may wait for a free slot before its task is masked"
+    )
+    ray_heartbeat_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="ray: seconds a node agent goes without a heartbeat of the run's process before it ends the "
+        "run on its node (its warm pool and sandboxes: the run's process is gone)",
     )
     # --- shared services (see docs/services.md)
     # Before services: its validator checks the profile's entries over the presets' services.
@@ -338,6 +398,15 @@ class Settings(BaseModel):
         from pytest_osworld.services.model import check_suffix
 
         return check_suffix(value)
+
+    @field_validator("ray_sandbox")
+    @classmethod
+    def _ray_sandbox(cls, value: str) -> str:
+        if value == "ray":
+            raise ValueError(
+                "the sandbox each Ray node starts cannot be ray itself: desktop, osworld-vm, vm or a profile's"
+            )
+        return value
 
     @field_validator("docker_host", "service_presets", mode="before")
     @classmethod

@@ -7,6 +7,7 @@ Real runs that several tests read are session fixtures here, started once per se
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,13 @@ from tests.support.shared_runs import SharedRun, session_folder
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A suite started in the background (nohup, CI) may inherit SIGINT ignored, and every pytest run a
+    # test starts would inherit that too and never see the Ctrl-C a test sends it: give it back its
+    # default, as a terminal's foreground job has it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.pluginmanager.import_plugin("tests.support.engine_guard")
+    config.pluginmanager.import_plugin("tests.support.xdist_groups")
 
 
 # --- the session's shared real runs (tests/support/shared_runs.py): started once, read by many tests
@@ -50,7 +57,7 @@ _GROUPS_BY_FIXTURE = {"bundled_oracle": "bundled-runs", "bundled_null": "bundled
 _GROUPS_BY_FOLDER = {"vm": "vm", "faults": "faults"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+@pytest.hookimpl(tryfirst=True)  # before the hooks that read the groups (tests/support/xdist_groups.py)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -30,6 +31,9 @@ class Observation:
     accessibility_tree: str | None = None
     terminal: str | None = None
     note: str | None = None  # text from the environment for this step only: the simulated user's answer
+    # Asks the guest where the pointer is now (screen pixels); read only when a runner needs it (a
+    # native protocol's cursor_position). None where no guest answers (a runner's unit test).
+    pointer: Callable[[], tuple[int, int]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,9 @@ class Action:
     code: str | None = None
     raw: Any = None
     question: str | None = None  # a CALL_USER action's question
+    # A WAIT's own length (a native protocol's timed wait); None: the harness's wait_seconds. Either is
+    # slept by the harness: waiting needs no program in the guest.
+    seconds: float | None = None
 
     @classmethod
     def of_code(cls, code: str, raw: Any = None) -> Action:
@@ -70,6 +77,12 @@ class Decision:
     usage: Usage = field(default_factory=Usage)
     model_seconds: float | None = None
     parse_error: str | None = None  # set when the answer could not be parsed: the step is spent
+    # What the step's record keeps beside the action (JSON values; a native runner's tool calls in both
+    # frames, the provider's stop reason). Keys must not be StepRecord's own.
+    details: dict[str, Any] = field(default_factory=dict)
+    # The runner ends the episode for a reason that is not the agent's DONE or FAIL (a safety check it
+    # may not acknowledge, a refusal that ends the provider's turn): the state is evaluated as it is.
+    stop: str | None = None
 
 
 class RunnerUnavailable(Exception):

@@ -28,6 +28,11 @@ BUILTIN = {
     "null": "pytest_osworld.agents.null:NullRunner",
     "pyautogui": "pytest_osworld.agents.pyautogui_runner:PyautoguiRunner",
     "computer_13": "pytest_osworld.agents.computer13_runner:Computer13Runner",
+    # Native computer-use protocols (docs/agents.md#native-computer-use-runners).
+    "anthropic-computer": "pytest_osworld.agents.native.anthropic:AnthropicComputerRunner",
+    "openai-computer": "pytest_osworld.agents.native.openai_computer:OpenAIComputerRunner",
+    "tool-calling": "pytest_osworld.agents.native.tool_calling:ToolCallingRunner",
+    "uitars": "pytest_osworld.agents.native.uitars:UITarsRunner",
 }
 
 RunnerFactory = Callable[[RunnerContext], Runner]
@@ -100,6 +105,17 @@ def runner_needs_model(name: str) -> bool:
     return bool(getattr(get_runner_class(name), "needs_model", False))
 
 
+def runner_model_api(name: str | None) -> str | None:
+    """The one endpoint API a runner speaks (its ``model_api``), or None when it takes ``--osworld-model-api``'s."""
+    if not name:
+        return None
+    try:
+        api = getattr(get_runner_class(name), "model_api", None)
+    except (UnknownRunner, BrokenRunner):
+        return None  # check_agent reports it
+    return api if isinstance(api, str) else None
+
+
 def check_agent(settings: Any) -> RunnerSource:
     """Session-start checks of the agent settings, before any sandbox: the runner exists, has the
     model it needs, and supports the observation type. Raises an :class:`OsworldError` naming the fix.
@@ -110,6 +126,12 @@ def check_agent(settings: Any) -> RunnerSource:
     if getattr(source, "needs_model", False) and not settings.model_url:
         raise ModelConfigError(
             f"the {settings.agent} runner needs a model endpoint; set --osworld-model-url and --osworld-model"
+        )
+    api = getattr(source, "model_api", None)
+    if api is not None and "model_api" in settings.model_fields_set and settings.model_api != api:
+        raise ModelConfigError(
+            f"the {settings.agent} runner speaks the {api} API; --osworld-model-api {settings.model_api} names "
+            f"another (leave it out, or set it to {api})"
         )
     supported = getattr(source, "supported_observations", None)
     if supported is not None and settings.observation not in supported:

@@ -2,7 +2,8 @@
 
 Without options it removes the leftovers of ended runs only (what a session start warns about);
 ``--run-id ID`` removes every container of that run, ``--all`` every container with the project's
-labels, live runs included. Containers without the project's labels are never touched.
+labels, live runs included. Containers without the project's labels are never touched. With
+``--ray-address`` it does the same on every live node of a Ray cluster, each on its own engine.
 """
 
 from __future__ import annotations
@@ -10,14 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pytest_osworld.sandbox import (
-    Managed,
-    SandboxConfigError,
-    list_managed,
-    parse_hosts,
-    remove_managed,
-    remove_run_networks,
-)
+from pytest_osworld.sandbox import SandboxConfigError, parse_hosts
+from pytest_osworld.sandbox.leftovers import clean_engine
 
 
 def register(subparsers: Any) -> None:
@@ -37,6 +32,11 @@ def register(subparsers: Any) -> None:
         help="environment host to clean (repeatable; default: DOCKER_HOST or the local socket)",
     )
     parser.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="clean every live node of this Ray cluster instead (auto, HOST:PORT or ray://HOST:PORT)",
+    )
+    parser.add_argument(
         "--leftover-age",
         type=float,
         default=6 * 3600.0,
@@ -48,10 +48,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    hosts = parse_hosts(args.docker_host or [])
+    if args.ray_address:
+        return _run_on_ray(args)
     total = 0
     failed = False
-    for host in hosts:
+    for host in parse_hosts(args.docker_host or []):
         try:
             client = host.connect(timeout=30)
         except SandboxConfigError as exc:
@@ -59,30 +60,50 @@ def run(args: argparse.Namespace) -> int:
             failed = True
             continue
         try:
-            found = list_managed(client, host, max_age=args.leftover_age, run_id=args.run_id)
-            chosen = [item for item in found if _chosen(item, args)]
-            kept = [item for item in found if item not in chosen]
-            done = chosen if args.dry_run else remove_managed(client, chosen)
-            # A run's services' network goes with its last container (one in use is kept).
-            networks = 0 if args.dry_run else remove_run_networks(client, args.run_id)
+            report = clean_engine(
+                client, host, run_id=args.run_id, every=args.all, max_age=args.leftover_age, dry_run=args.dry_run
+            )
         finally:
             client.close()
-        verb = "would remove" if args.dry_run else "removed"
-        for item in done:
-            print(f"{verb} {item.line()}")
-        for item in chosen:
-            if item not in done:
-                print(f"could not remove {item.line()}")
-                failed = True
-        total += len(done)
-        if networks:
-            print(f"removed {networks} network(s) of ended runs on {host.display}")
-        if kept and not args.all and not args.run_id:
-            print(f"kept {len(kept)} container(s) of live runs on {host.display} (--all removes them too)")
-    what = "would be removed" if args.dry_run else "removed"
-    print(f"{total} container(s) {what}")
+        for line in report.lines:
+            print(line)
+        total += report.removed
+        failed = failed or report.failed
+    _total(total, args.dry_run)
     return 1 if failed else 0
 
 
-def _chosen(item: Managed, args: argparse.Namespace) -> bool:
-    return bool(args.all or args.run_id) or item.leftover
+def _run_on_ray(args: argparse.Namespace) -> int:
+    """The same on every live node of a Ray cluster (nodes sharing one engine answer for it once each)."""
+    from pytest_osworld.sandbox.ray import connect as ray_connect
+    from pytest_osworld.sandbox.ray import on_nodes
+
+    try:
+        ray = ray_connect.connect(args.ray_address, None)
+    except SandboxConfigError as exc:
+        print(f"pytest-osworld cleanup: {exc}")
+        return 1
+    try:
+        answers = on_nodes.on_every_node(
+            ray, None, on_nodes.clean_node, args.run_id, args.all, args.leftover_age, args.dry_run
+        )
+    finally:
+        ray_connect.release()
+    total = 0
+    failed = False
+    for node_id, report in answers.items():
+        if isinstance(report, Exception):
+            print(f"ray node {node_id[:12]}: could not clean ({type(report).__name__}: {report})")
+            failed = True
+            continue
+        for line in report.lines:
+            print(f"ray node {node_id[:12]}: {line}")
+        total += report.removed
+        failed = failed or report.failed
+    _total(total, args.dry_run)
+    return 1 if failed else 0
+
+
+def _total(total: int, dry_run: bool) -> None:
+    what = "would be removed" if dry_run else "removed"
+    print(f"{total} container(s) {what}")

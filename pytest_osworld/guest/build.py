@@ -3,7 +3,7 @@
 The image is made in two stages: a base rootfs from debootstrap (``rootfs``), cached under a
 hash of its own inputs, then the layers of ``image/Dockerfile`` built on it with the classic
 builder. The final image carries the hash of its whole build context (Dockerfile, files, guest
-server sources, the host's CA bundle, the base spec) in the label ``io.pytest-osworld.build-hash``;
+server sources, the services' servers, the host's CA bundle, the base spec) in the label ``io.pytest-osworld.build-hash``;
 ``ensure_image`` builds only when that label differs from ``context_hash()``.
 """
 
@@ -29,6 +29,7 @@ from pytest_osworld.guest import rootfs
 from pytest_osworld.guest.docker_build import BUILD_HASH_LABEL, ContextFile, run_build, untag_stale
 from pytest_osworld.guest.errors import DockerUnavailableError, ImageBuildError
 from pytest_osworld.guest.locks import file_lock
+from pytest_osworld.servers import IMAGE_PACKAGE
 
 IMAGE_REPOSITORY = "pytest-osworld/desktop"
 LATEST = f"{IMAGE_REPOSITORY}:latest"
@@ -40,6 +41,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 IMAGE_DIR = PACKAGE_DIR / "image"
 SERVER_DIR = PACKAGE_DIR / "server"
 SERVER_ARCHIVE_DIR = "guest_server"  # where the Dockerfile expects the guest server sources
+# The servers that service containers of this image run (python3 -m osworld_servers.<name>).
+SERVICE_SERVERS_DIR = PACKAGE_DIR.parent / "servers"
 CA_ARCHIVE_NAME = "ca-certificates.crt"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CA_BUNDLE_ENV = "PYTEST_OSWORLD_CA_BUNDLE"
@@ -240,6 +243,9 @@ def _context_files() -> list[ContextFile]:
             files.append(_read(path, path.relative_to(IMAGE_DIR).as_posix()))
     for path in sorted(SERVER_DIR.glob("*.py")):
         files.append(_read(path, f"{SERVER_ARCHIVE_DIR}/{path.name}"))
+    for path in sorted(SERVICE_SERVERS_DIR.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            files.append(_read(path, f"{IMAGE_PACKAGE}/{path.relative_to(SERVICE_SERVERS_DIR).as_posix()}"))
     ca = _ca_bundle()
     files.append(ContextFile(CA_ARCHIVE_NAME, ca.read_bytes(), False))
     return files

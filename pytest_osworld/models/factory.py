@@ -8,7 +8,7 @@ import re
 import httpx
 
 from pytest_osworld.models.anthropic_client import AnthropicClient
-from pytest_osworld.models.base import ModelConfigError, Prices, Sampling
+from pytest_osworld.models.base import ModelApi, ModelConfigError, Prices, Sampling
 from pytest_osworld.models.openai_client import OpenAIClient
 from pytest_osworld.models.retry import RetryPolicy
 from pytest_osworld.models.secrets import Secret
@@ -38,6 +38,15 @@ def read_key(key_env: str | None) -> Secret | None:
     return Secret(value)
 
 
+def endpoint_api(settings: Settings) -> ModelApi:
+    """The protocol of the session's endpoint: the chosen runner's own when it speaks one API only (a
+    native runner: anthropic-computer speaks Anthropic's Messages API), else ``model_api``."""
+    from pytest_osworld.agents.registry import runner_model_api  # the agents import this package
+
+    api = runner_model_api(settings.runner_name)
+    return "anthropic" if api == "anthropic" else "openai" if api == "openai" else settings.model_api
+
+
 def make_model_client(
     settings: Settings,
     *,
@@ -51,7 +60,7 @@ def make_model_client(
     """
     if not settings.model_url:
         return None
-    client_class = CLIENTS[settings.model_api]
+    client_class = CLIENTS[endpoint_api(settings)]
     return client_class(
         url=settings.model_url,
         model=settings.model,

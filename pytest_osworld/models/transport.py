@@ -64,6 +64,15 @@ class Answer:
     finish_reason: str | None
 
 
+@dataclass(frozen=True)
+class JsonReply:
+    """A decoded JSON answer of :meth:`HttpModelClient.send_json`."""
+
+    data: dict[str, Any]
+    seconds: float  # wall-clock time of the request, retries and their waits included
+    attempts: int
+
+
 class HttpModelClient(ModelClient):
     """A model endpoint over HTTP (httpx). Subclasses give the wire format."""
 
@@ -170,14 +179,7 @@ class HttpModelClient(ModelClient):
                 "POST", self._completion_path(), json_body=payload, read=self._decode_answer
             )
         except RequestFailed as exc:
-            url = self.endpoint.join(self._completion_path())
-            if exc.status is not None and not is_retryable_status(exc.status):
-                text = f"the model endpoint {url} refused the request: {exc.problem}"
-                if exc.status in (401, 403):
-                    text += f"; {self._key_fix()}"
-            else:
-                text = f"the model endpoint {url} failed after {exc.attempts} attempt(s): {exc.problem}"
-            raise ModelError(text, status=exc.status, attempts=exc.attempts) from None
+            raise self._failure(self._completion_path(), exc) from None
         return Completion(
             text=answer.text,
             usage=self.prices.usage(answer.prompt_tokens, answer.completion_tokens),
@@ -210,6 +212,7 @@ class HttpModelClient(ModelClient):
         json_body: Any = None,
         params: dict[str, Any] | None = None,
         retry_unreached: bool = True,
+        headers: dict[str, str] | None = None,
     ) -> tuple[T, int]:
         """Send until an answer can be read or the retries run out; returns the value and the attempts.
 
@@ -225,7 +228,7 @@ class HttpModelClient(ModelClient):
             status: int | None = None
             reached = True
             try:
-                response = self._http.request(method, url, json=json_body, params=params)
+                response = self._http.request(method, url, json=json_body, params=params, headers=headers)
             except httpx.TimeoutException as exc:
                 problem, reached = f"no answer within {self.timeout:g} s ({type(exc).__name__})", False
             except httpx.TransportError as exc:
@@ -260,6 +263,45 @@ class HttpModelClient(ModelClient):
     def _decode_answer(self, response: httpx.Response) -> Answer:
         return self._read_answer(_decode_json(response))
 
+    def _failure(self, path: str, exc: RequestFailed) -> ModelError:
+        """The :class:`ModelError` of a request to ``path`` that got no usable answer (already redacted)."""
+        url = self.endpoint.join(path)
+        if exc.status is not None and not is_retryable_status(exc.status):
+            text = f"the model endpoint {url} refused the request: {exc.problem}"
+            if exc.status in (401, 403):
+                text += f"; {self._key_fix()}"
+        else:
+            text = f"the model endpoint {url} failed after {exc.attempts} attempt(s): {exc.problem}"
+        return ModelError(text, status=exc.status, attempts=exc.attempts)
+
+    # --- raw JSON requests (the native tool protocols) ------------------------------------------
+    # A runner that speaks a provider's own tool protocol builds the whole request body itself; it
+    # gets the same retries (429, 5xx such as Anthropic's 529 overloaded, with the server's
+    # Retry-After), redaction and error texts as ``complete``.
+
+    def completion_path(self) -> str:
+        """The path of the endpoint's own chat answer (``chat/completions``, Anthropic's ``messages``)."""
+        return self._completion_path()
+
+    def send_json(self, path: str, body: dict[str, Any], *, headers: dict[str, str] | None = None) -> JsonReply:
+        """POST ``body`` to ``path`` under the base and return the decoded JSON object of the answer.
+
+        ``headers`` are added to this request only (e.g. a beta flag). Raises :class:`ModelError`
+        when the endpoint fails past the retries or refuses the request.
+        """
+        if not self.model:
+            raise ModelError(f"no model named for the endpoint {self.endpoint}; set --osworld-model")
+        started = time.monotonic()
+        try:
+            data, attempts = self._request("POST", path, json_body=body, read=_decode_object, headers=headers)
+        except RequestFailed as exc:
+            raise self._failure(path, exc) from None
+        return JsonReply(data=data, seconds=time.monotonic() - started, attempts=attempts)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every credential of this client masked (for texts a runner records)."""
+        return self._redact(text)
+
     # --- messages -------------------------------------------------------------------------------
 
     def _key_fix(self) -> str:
@@ -284,6 +326,13 @@ class HttpModelClient(ModelClient):
 
     def _example_url(self) -> str:
         return "http://gpu:8000/v1"
+
+
+def _decode_object(response: httpx.Response) -> dict[str, Any]:
+    data = _decode_json(response)
+    if not isinstance(data, dict):
+        raise BadAnswer("expected a JSON object")
+    return data
 
 
 def _decode_json(response: httpx.Response) -> Any:

@@ -45,6 +45,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if resume.refused(session.config):  # the earlier run's summary stays as it was, like its manifest
+        return
     reporting.state(session.config).finish(session)
 
 

@@ -5,8 +5,10 @@
 
 Before any test: the profile is checked on every environment host (``SandboxConfigError`` becomes
 a usage error) and containers left by ended runs are reported. SIGTERM is turned into the same
-teardown as Ctrl-C. Under xdist the controller removes, at the very end, whatever containers of
-this run are still there (a worker killed hard cannot remove its own).
+teardown as Ctrl-C. At the very end the process that owns the run (the xdist controller, or the
+plain pytest process) ends the run's sandboxes wherever they ran (``end_run``): under xdist whatever
+containers of this run are still there (a worker killed hard cannot remove its own); on ray the
+node agents, their warm pools and what is left on every node.
 """
 
 from __future__ import annotations
@@ -29,12 +31,11 @@ from pytest_osworld.sandbox import (
     SigtermAsInterrupt,
     check_pool,
     describe_pool,
-    find_leftovers,
-    host_pool,
+    end_run,
     make_provider,
     own_identity,
+    run_leftovers,
     summary_line,
-    sweep_pool,
 )
 from pytest_osworld.sandbox.profiles import DESKTOP
 from pytest_osworld.services.pool import TaskServices
@@ -129,8 +130,10 @@ def _check_and_report(config: pytest.Config) -> None:
 
 
 def _report_leftovers(config: pytest.Config, settings: Settings) -> None:
-    run_id = get_run(config).run_id
-    leftovers = find_leftovers(host_pool(settings), max_age=settings.sandbox_leftover_age, other_than=run_id)
+    try:
+        leftovers = run_leftovers(settings, owner_of(config))
+    except SandboxConfigError:
+        return  # the check before said what is wrong
     if leftovers:
         _terminal_line(config, summary_line(leftovers))
 
@@ -170,22 +173,27 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The controller removes what the workers could not (runs after xdist has stopped them)."""
+    """The run's owner ends its sandboxes: under xdist after xdist has stopped the workers (what they
+    could not remove); in a plain run after its tests, when the session checked a sandbox."""
     config = session.config
     state = config.stash.get(_STATE, None)
-    if state is None or not _is_controller(config):
+    if state is None or _is_worker(config):
         return
-    if not (state.checked or state.workers_may_have_sandboxes or session.exitstatus == pytest.ExitCode.INTERRUPTED):
+    if _is_controller(config):
+        wanted = state.checked or state.workers_may_have_sandboxes or session.exitstatus == pytest.ExitCode.INTERRUPTED
+    else:
+        wanted = state.checked
+    if not wanted:
         return
     run_id = get_run(config).run_id
     try:
-        pool = host_pool(get_run(config).settings)
+        # The run's shared services are not leftovers here: plugin/services.py removes them after this.
+        removed = end_run(get_run(config).settings, owner_of(config))
     except SandboxConfigError:
         return
-    # The run's shared services are not leftovers here: plugin/services.py removes them after this.
-    removed = sweep_pool(pool, run_id, services=False)
     if removed:
-        _terminal_line(config, f"osworld: removed {removed} sandbox container(s) that workers of run {run_id} left")
+        whose = f"workers of run {run_id}" if _is_controller(config) else f"run {run_id}"
+        _terminal_line(config, f"osworld: removed {removed} sandbox container(s) that {whose} left")
 
 
 # --- fixtures

@@ -5,7 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
+
+from pytest_osworld.sandbox.placement import Placement
 
 SCHEMA_VERSION = 1
 
@@ -180,7 +182,8 @@ class TaskResult(BaseModel):
     evaluation: dict[str, Any] | None = None
     phase_results: list[dict[str, Any]] | None = None
     durations: Durations = Field(default_factory=Durations)
-    sandbox: dict[str, Any] = Field(default_factory=dict)  # profile, image, image id/digest, host
+    # profile, image, image id/digest, host; ``placement`` where it ran and how it was had (a pooled or ray sandbox)
+    sandbox: dict[str, Any] = Field(default_factory=dict)
     artifacts: dict[str, Any] = Field(default_factory=dict)  # names relative to the task folder
     setup_steps: list[dict[str, Any]] = Field(default_factory=list)  # each config/postconfig step as it ran
     # Both None in records written before they existed (and when the episode never got that far).
@@ -197,6 +200,17 @@ class TaskResult(BaseModel):
     worker: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+
+    @property
+    def placement(self) -> Placement | None:
+        """Where the sandbox ran and how the task got it (``sandbox.placement``); None without one."""
+        found = self.sandbox.get("placement")
+        if not isinstance(found, dict):
+            return None
+        try:
+            return Placement.model_validate(found)
+        except ValidationError:
+            return None
 
     @property
     def key(self) -> str:

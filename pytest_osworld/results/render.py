@@ -139,6 +139,35 @@ def summary_lines(summary: Mapping[str, Any], path: str | None = None) -> list[s
             f"(mean {total['mean_seconds']:.1f} s){wall}"
         )
     lines += service_lines(summary.get("services") or {})
+    lines += sandbox_lines(summary.get("sandboxes"))
+    return lines
+
+
+def sandbox_lines(sandboxes: Mapping[str, Any] | None) -> list[str]:
+    """Claim time percentiles (what tasks waited for their sandbox), warm claims, sandboxes per node."""
+    if not sandboxes:
+        return []
+    claim = sandboxes.get("claim_seconds") or {}
+    pooled = sandboxes.get("pooled") or 0
+    warm = (
+        f"; {sandboxes.get('warm', 0)} of {pooled} pooled claims found one ready, "
+        f"{sandboxes.get('pool_wait_seconds', 0.0):.1f} s waited in all"
+        if pooled
+        else ""
+    )
+    lines = [
+        f"  sandboxes  {_count(sandboxes.get('claims', 0), 'claim')}: p50 {claim.get('p50', 0.0):.3f} s, "
+        f"p95 {claim.get('p95', 0.0):.3f} s{warm}"
+    ]
+    nodes = sandboxes.get("nodes") or {}
+    shown = []
+    for node, entry in list(nodes.items())[:_MAX_LISTED]:
+        address = entry.get("address")
+        where = f" ({address})" if address and address != node else ""
+        short = node[:12] if all(ch in "0123456789abcdef" for ch in node) else node  # a Ray node id, else a host
+        shown.append(f"{short}{where} {entry.get('sandboxes', 0)}")
+    more = f" and {len(nodes) - _MAX_LISTED} more" if len(nodes) > _MAX_LISTED else ""
+    lines.append(f"  per node   {', '.join(shown)}{more}")
     return lines
 
 

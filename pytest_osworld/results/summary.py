@@ -6,6 +6,7 @@ Every figure is defined in docs/results.md; the code and that page change togeth
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
@@ -102,6 +103,57 @@ def _durations(records: list[TaskResult]) -> dict[str, Any]:
     ends = [t for r in records if (t := _parse_time(r.finished_at))]
     wall = round((max(ends) - min(starts)).total_seconds(), 3) if starts and ends else None
     return {"phases": phases, "wall_seconds": wall}
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """The nearest-rank percentile: the smallest value with at least ``p`` % of the values at or below it."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def _sandboxes(records: list[TaskResult]) -> dict[str, Any] | None:
+    """How the episodes got their sandboxes and where they ran: claim time percentiles (the time a task
+    waited for its sandbox), warm claims, and sandboxes per node (the Ray node, else the environment
+    host). A record without a placement (a local sandbox without a pool) counts as a cold start of
+    ``ready_seconds`` on its host. None when no record says."""
+    claims: list[tuple[float, bool | None, float, str, str | None]] = []
+    for record in records:
+        placement = record.placement
+        if placement is not None:
+            claims.append(
+                (
+                    placement.claim_seconds,
+                    placement.warm,
+                    placement.pool_wait_seconds,
+                    placement.node,
+                    placement.node_address,
+                )
+            )
+        elif isinstance(record.sandbox.get("ready_seconds"), int | float):
+            host = str(record.sandbox.get("host") or "?")
+            claims.append((float(record.sandbox["ready_seconds"]), None, 0.0, host, host))
+    if not claims:
+        return None
+    seconds = [c[0] for c in claims]
+    pooled = [c for c in claims if c[1] is not None]
+    nodes: dict[str, dict[str, Any]] = {}
+    for _, _, _, node, address in claims:
+        entry = nodes.setdefault(node, {"address": address, "sandboxes": 0})
+        entry["sandboxes"] += 1
+    return {
+        "claims": len(claims),
+        "claim_seconds": {
+            "p50": round(percentile(seconds, 50) or 0.0, 4),
+            "p95": round(percentile(seconds, 95) or 0.0, 4),
+            "max": round(max(seconds), 4),
+        },
+        "pooled": len(pooled),
+        "warm": sum(1 for c in pooled if c[1]),
+        "pool_wait_seconds": round(sum(c[2] for c in claims), 3),
+        "nodes": dict(sorted(nodes.items(), key=lambda item: (-item[1]["sandboxes"], item[0]))),
+    }
 
 
 # A service_error mask's message begins with the service it names ("service echo is down: ...").
@@ -260,6 +312,7 @@ def build_summary(
         "user_sim": _model_calls(all_records, "user_sim"),
         "durations": _durations(all_records),
         "services": _services(all_records),
+        "sandboxes": _sandboxes(all_records),
         "tasks": tasks,
     }
 

@@ -8,7 +8,9 @@ a third party's) and the rest of the project import from here, not from the modu
 - the owner and labels of every container (``labels``), the environment hosts (``hosts``);
 - the container lifecycle (``containers``): start, ports, readiness, removal; the leftover sweep
   (``leftovers``); short probe containers (``probe``) and the KVM device (``kvm``);
-- what a sandbox provides (``provides``): OSWorld apps and commands, from an image manifest.
+- what a sandbox provides (``provides``): OSWorld apps and commands, from an image manifest;
+- warm pools (``pool``, ``pooled``) and where a sandbox ran (``placement``); the ``ray`` provider
+  (``sandbox/ray``) is loaded by the registry only when chosen.
 
 Nothing here imports the settings module at run time (it imports ``sandbox.units``).
 """
@@ -43,7 +45,9 @@ from pytest_osworld.sandbox.kvm import KVM_DEVICE
 from pytest_osworld.sandbox.labels import (
     LABEL_HOSTNAME,
     LABEL_MANAGED,
+    LABEL_NODE,
     LABEL_PID,
+    LABEL_POOL,
     LABEL_PREFIX,
     LABEL_PROCESS_START,
     LABEL_PROFILE,
@@ -73,14 +77,17 @@ from pytest_osworld.sandbox.leftovers import (
     sweep_pool,
     sweep_run,
 )
+from pytest_osworld.sandbox.placement import Placement
 from pytest_osworld.sandbox.probe import ProbeResult, find_image, probe_image, run_probe
 from pytest_osworld.sandbox.procs import own_identity
 from pytest_osworld.sandbox.provides import Provides, declared, from_manifest, unknown
 from pytest_osworld.sandbox.registry import (
     check_pool,
     describe_pool,
+    end_run,
     make_provider,
     provider_class,
+    run_leftovers,
     sandbox_names,
 )
 from pytest_osworld.sandbox.signals import SigtermAsInterrupt, held_interrupts
@@ -92,7 +99,9 @@ __all__ = [
     "KVM_DEVICE",
     "LABEL_HOSTNAME",
     "LABEL_MANAGED",
+    "LABEL_NODE",
     "LABEL_PID",
+    "LABEL_POOL",
     "LABEL_PREFIX",
     "LABEL_PROCESS_START",
     "LABEL_PROFILE",
@@ -118,6 +127,7 @@ __all__ = [
     "Managed",
     "NotReady",
     "Owner",
+    "Placement",
     "PortAccess",
     "ProbeResult",
     "Progress",
@@ -134,6 +144,7 @@ __all__ = [
     "container_name",
     "declared",
     "describe_pool",
+    "end_run",
     "find_image",
     "find_leftovers",
     "from_manifest",
@@ -150,6 +161,7 @@ __all__ = [
     "remove_container",
     "remove_managed",
     "remove_run_networks",
+    "run_leftovers",
     "run_probe",
     "sandbox_names",
     "state_and_logs",

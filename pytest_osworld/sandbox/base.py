@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pytest_osworld.errors import OsworldError
 
 if TYPE_CHECKING:
     # Annotations only: the settings module imports this package (for its size type).
     from pytest_osworld.sandbox.labels import Owner
+    from pytest_osworld.sandbox.leftovers import Managed
     from pytest_osworld.sandbox.provides import Provides
     from pytest_osworld.settings import Settings
 
@@ -100,6 +101,10 @@ class SandboxProvider(ABC):
     point group); a provider class needs nothing but the settings and the owner to be built.
     """
 
+    #: The provider keeps a warm pool of its own (``warm_pool``, e.g. per node on Ray); the registry
+    #: puts any other provider behind a pool of the process (``sandbox.pooled``).
+    pools_itself: ClassVar[bool] = False
+
     # --- the provider class: from the settings, before and beside any provider object
     @classmethod
     @abstractmethod
@@ -115,6 +120,22 @@ class SandboxProvider(ABC):
     @abstractmethod
     def describe_pool(cls, settings: Settings, owner: Owner) -> dict[str, Any]:
         """The run manifest's ``sandbox`` entry, without starting a sandbox."""
+
+    @classmethod
+    def end_run(cls, settings: Settings, owner: Owner) -> int | None:
+        """The run's end, in the process that owns the run (the xdist controller or the plain pytest
+        process), after every test: remove what the run left wherever it ran; returns how many.
+
+        None (the default): the provider holds nothing beyond containers, and the registry sweeps the
+        run's containers on every environment host.
+        """
+        return None
+
+    @classmethod
+    def run_leftovers(cls, settings: Settings, owner: Owner) -> list[Managed] | None:
+        """What ended runs left where this provider runs sandboxes, reported before a session;
+        None (the default): the registry looks on every environment host."""
+        return None
 
     @classmethod
     def provides(cls, settings: Settings, *, build: bool = False, progress: Progress | None = None) -> Provides:

@@ -27,6 +27,9 @@ LABEL_RUN_PROCESS_START = LABEL_PREFIX + "run-process-start"
 LABEL_PROFILE = LABEL_PREFIX + "profile"
 LABEL_ROLE = LABEL_PREFIX + "role"
 LABEL_SERVICE = LABEL_PREFIX + "service"  # a shared service's name (role service)
+# A sandbox started ahead by a warm pool (value: the pool's key), and the Ray node whose agent started it.
+LABEL_POOL = LABEL_PREFIX + "pool"
+LABEL_NODE = LABEL_PREFIX + "node"
 
 # Values of LABEL_ROLE: what a container (or volume) is there for.
 ROLE_SANDBOX = "sandbox"  # one test's sandbox

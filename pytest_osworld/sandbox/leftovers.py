@@ -25,7 +25,9 @@ from pytest_osworld.sandbox.hosts import EngineHost
 from pytest_osworld.sandbox.labels import (
     LABEL_HOSTNAME,
     LABEL_MANAGED,
+    LABEL_NODE,
     LABEL_PID,
+    LABEL_POOL,
     LABEL_PROCESS_START,
     LABEL_ROLE,
     LABEL_RUN_ID,
@@ -52,6 +54,8 @@ class Managed:
     status: str
     age_seconds: float
     alive_reason: str | None  # why its run counts as alive; None when it is a leftover
+    pool: str | None = None  # started ahead by a warm pool (the pool's key): its task label names no task
+    node: str | None = None  # the Ray node whose agent started it
 
     @property
     def leftover(self) -> bool:
@@ -59,8 +63,12 @@ class Managed:
 
     def line(self) -> str:
         run = self.run_id or "?"
-        what = self.task or self.role or "-"
-        return f"{self.host} {self.name} ({self.id[:12]}) run {run} worker {self.worker or '-'} {what}, {self.status}"
+        what = f"warm pool {self.pool}" if self.pool else (self.task or self.role or "-")
+        node = f" on ray node {self.node}" if self.node else ""
+        return (
+            f"{self.host} {self.name} ({self.id[:12]}) run {run} worker {self.worker or '-'} {what}{node}, "
+            f"{self.status}"
+        )
 
 
 def list_managed(
@@ -88,6 +96,8 @@ def list_managed(
                 status=str(attrs.get("State") or "?"),
                 age_seconds=age,
                 alive_reason=_alive_reason(labels, age, max_age, me),
+                pool=labels.get(LABEL_POOL),
+                node=labels.get(LABEL_NODE),
             )
         )
     return found
@@ -202,6 +212,43 @@ def sweep_pool(pool: Iterable[EngineHost], run_id: str, *, services: bool = True
         ):
             removed += sweep_run(client, run_id, services=services)
     return removed
+
+
+@dataclass(frozen=True)
+class CleanReport:
+    """What ``pytest-osworld cleanup`` did on one engine: lines to print, how many went, whether any stayed."""
+
+    lines: list[str]
+    removed: int
+    failed: bool
+
+
+def clean_engine(
+    client: docker.DockerClient,
+    host: EngineHost,
+    *,
+    run_id: str | None,
+    every: bool,
+    max_age: float,
+    dry_run: bool,
+) -> CleanReport:
+    """Remove from one engine the leftovers of ended runs, every container of ``run_id``, or (``every``)
+    every container with the project's labels; with ``dry_run`` only say what would go."""
+    found = list_managed(client, host, max_age=max_age, run_id=run_id)
+    chosen = [item for item in found if every or run_id or item.leftover]
+    done = chosen if dry_run else remove_managed(client, chosen)
+    # A run's services' network goes with its last container (one in use is kept).
+    networks = 0 if dry_run else remove_run_networks(client, run_id)
+    verb = "would remove" if dry_run else "removed"
+    lines = [f"{verb} {item.line()}" for item in done]
+    failed = [item for item in chosen if item not in done]
+    lines += [f"could not remove {item.line()}" for item in failed]
+    if networks:
+        lines.append(f"removed {networks} network(s) of ended runs on {host.display}")
+    kept = len(found) - len(chosen)
+    if kept and not every and not run_id:
+        lines.append(f"kept {kept} container(s) of live runs on {host.display} (--all removes them too)")
+    return CleanReport(lines=lines, removed=len(done), failed=bool(failed))
 
 
 def summary_line(leftovers: list[Managed]) -> str:

@@ -4,6 +4,7 @@ settings, and third parties' entry points.
 - ``desktop``: the project's desktop image in a container (built when missing);
 - ``osworld-vm``: OSWorld's own VM image (``happysixd/osworld-docker`` over ``Ubuntu.qcow2``);
 - ``vm``: the project's QEMU VM with snapshot reset (``pytest_osworld.vm``);
+- ``ray``: sandboxes of any of these on a Ray cluster's nodes (``sandbox/ray``, docs/scaling.md);
 - a name of a third-party provider, declared in the entry point group ``pytest_osworld.sandboxes``::
 
       [project.entry-points."pytest_osworld.sandboxes"]
@@ -26,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_osworld.entry_points import declared, distribution
 from pytest_osworld.sandbox.base import Progress, SandboxConfigError, SandboxProvider
+from pytest_osworld.sandbox.hosts import host_pool
+from pytest_osworld.sandbox.leftovers import Managed, find_leftovers, sweep_pool
 
 if TYPE_CHECKING:
     # Annotations only: the settings module imports this package (for its size type).
@@ -37,6 +40,7 @@ BUILTIN = {
     "desktop": "pytest_osworld.sandbox.providers.desktop:DesktopProvider",
     "osworld-vm": "pytest_osworld.sandbox.providers.osworld_vm:OsworldVmProvider",
     "vm": "pytest_osworld.vm.provider:VmProvider",
+    "ray": "pytest_osworld.sandbox.ray.provider:RayProvider",
 }
 # A profile of the settings' own (``sandbox_profiles``): a container of any image.
 CONTAINER = "pytest_osworld.sandbox.providers.container:ContainerProvider"
@@ -93,9 +97,17 @@ def _checked(name: str, value: Any, origin: str) -> type[SandboxProvider]:
 def make_provider(settings: Settings, owner: Owner, *, progress: Progress | None = None) -> SandboxProvider:
     """The provider of this process: its worker's host, the selected sandbox. Connects to the engine.
 
-    Raises :class:`SandboxConfigError` when the sandbox is unknown or invalid, or the engine does not answer.
+    With ``warm_pool``, a provider that keeps no pool of its own is put behind one of this process
+    (``sandbox.pooled``). Raises :class:`SandboxConfigError` when the sandbox is unknown or invalid, or
+    the engine does not answer.
     """
-    return provider_class(settings.sandbox, settings).from_settings(settings, owner, progress=progress)
+    cls = provider_class(settings.sandbox, settings)
+    provider = cls.from_settings(settings, owner, progress=progress)
+    if settings.warm_pool and not cls.pools_itself:
+        from pytest_osworld.sandbox.pooled import PooledProvider
+
+        return PooledProvider(provider, settings.warm_pool, sandbox=settings.sandbox, progress=progress)
+    return provider
 
 
 def check_pool(settings: Settings, owner: Owner, *, progress: Progress | None = None) -> None:
@@ -106,3 +118,21 @@ def check_pool(settings: Settings, owner: Owner, *, progress: Progress | None = 
 def describe_pool(settings: Settings, owner: Owner) -> dict[str, Any]:
     """The run manifest's ``sandbox`` entry, without starting a sandbox."""
     return provider_class(settings.sandbox, settings).describe_pool(settings, owner)
+
+
+def end_run(settings: Settings, owner: Owner) -> int:
+    """The run's end, in the process that owns it: what the run left, removed wherever it ran (the
+    provider's own end, else the run's containers on every environment host, services left to their
+    owner). Returns how many; never raises for an engine that does not answer."""
+    removed = provider_class(settings.sandbox, settings).end_run(settings, owner)
+    if removed is None:
+        removed = sweep_pool(host_pool(settings), owner.run_id, services=False)
+    return removed
+
+
+def run_leftovers(settings: Settings, owner: Owner) -> list[Managed]:
+    """What ended runs (other than this one) left where the sandboxes of these settings run."""
+    found = provider_class(settings.sandbox, settings).run_leftovers(settings, owner)
+    if found is None:
+        found = find_leftovers(host_pool(settings), max_age=settings.sandbox_leftover_age, other_than=owner.run_id)
+    return found

@@ -147,8 +147,13 @@ echo "converting to qcow2"
 qemu-img convert -f raw -O qcow2 -o cluster_size=65536 /build/disk.raw "$out/disk.qcow2"
 rm -f /build/disk.raw
 printf '{"hash": "%s", "kernel": "%s"}\n' "$hash" "$(ls -1 $root/boot/vmlinuz-* | sort -V | tail -n 1 | xargs basename)" > "$out/meta.json"
-# Older images and the states saved from them are never used again.
-for old in /store/images/*; do [ "$old" = "$final" ] || [ "$old" = "$out" ] || rm -rf "$old"; done
+# Older images and the states saved from them are never used again. Another build's partial folder is
+# left alone while it may still be written (a second run building at the same time).
+for old in /store/images/*; do
+    [ "$old" = "$final" ] || [ "$old" = "$out" ] && continue
+    case "$old" in *.partial-*) [ -n "$(find "$old" -maxdepth 0 -mmin +60)" ] || continue ;; esac
+    rm -rf "$old"
+done
 for state in /store/states/*; do
     grep -q '"base": "pytest-osworld-vm:' "$state/meta.json" 2>/dev/null || continue
     grep -q "pytest-osworld-vm:$hash" "$state/meta.json" || rm -rf "$state"

@@ -60,7 +60,14 @@ class Guest:
         return self.execute(["python", "-c", prefix + code])
 
     def window_titles(self) -> list[str]:
-        lines = self.run_ok(["wmctrl", "-l"]).splitlines()
+        # A window that closes while wmctrl reads it (a splash screen) fails the listing: read again.
+        def listing() -> dict[str, Any] | None:
+            result = self.execute(["wmctrl", "-l"])
+            return None if "BadWindow" in str(result.get("error", "")) else result
+
+        result = wait_until(listing, 10.0, "a window listing no window vanished from")
+        assert result["returncode"] == 0, result
+        lines = str(result["output"]).splitlines()
         return [line.split(None, 3)[3] if len(line.split(None, 3)) == 4 else "" for line in lines]
 
     def wait_for_window(self, fragment: str, timeout: float = 60.0) -> str:

@@ -88,7 +88,8 @@ SERVICES = {
     service.name: service
     for service in (
         Service("xvfb", ("-x", "Xvfb"), lambda g: as_user(g, "xset", "q")[0] == 0 and screenshot_answers(g)),
-        Service("dbus", ("-x", "dbus-daemon"), bus_answers),
+        # The session bus, not the accessibility bus that AT-SPI starts beside it on demand.
+        Service("dbus", ("-f", "^dbus-daemon --session "), bus_answers),
         Service("openbox", ("-x", "openbox"), lambda g: "Openbox" in as_user(g, "wmctrl", "-m")[1]),
         Service("x11vnc", ("-x", "x11vnc"), vnc_answers),
         Service("guest-server", ("-f", "-x", "python3 -m guest_server"), guest_answers),

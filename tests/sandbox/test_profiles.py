@@ -103,7 +103,7 @@ def test_profile_errors_name_the_key(entry: dict[str, Any], expected: str) -> No
 
 
 def test_unknown_profile_lists_the_known_ones() -> None:
-    with pytest.raises(SandboxConfigError, match=r"'nope' is not defined \(known: desktop, osworld-vm, vm\)"):
+    with pytest.raises(SandboxConfigError, match=r"'nope' is not defined \(known: desktop, osworld-vm, ray, vm\)"):
         resolve(sandbox="nope")
 
 

@@ -136,7 +136,8 @@ def test_each_builtin_name_is_its_provider() -> None:
     assert provider_class("osworld-vm", settings) is OsworldVmProvider
     assert provider_class("vm", settings) is VmProvider
     assert provider_class("mine", settings) is ContainerProvider
-    assert sandbox_names(settings) == ["desktop", "mine", "osworld-vm", "vm"]
+    assert provider_class("ray", settings).__name__ == "RayProvider"  # loaded only when chosen
+    assert sandbox_names(settings) == ["desktop", "mine", "osworld-vm", "ray", "vm"]
 
 
 def test_an_unknown_name_lists_the_known_ones_and_how_to_define_one() -> None:
@@ -149,7 +150,7 @@ def test_an_unknown_name_lists_the_known_ones_and_how_to_define_one() -> None:
     ):
         with pytest.raises(SandboxConfigError) as info:
             call()
-        assert "'nope' is not defined (known: desktop, mine, osworld-vm, vm)" in str(info.value)
+        assert "'nope' is not defined (known: desktop, mine, osworld-vm, ray, vm)" in str(info.value)
         assert "define it under sandbox_profiles in the YAML profile" in str(info.value)
 
 

@@ -13,7 +13,6 @@ import re
 import secrets
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,10 +37,9 @@ from tests.episode.runs import run_tasks
 from tests.services.conftest import run_leftovers
 from tests.support.bundled_runs import task_keys
 from tests.support.paths import REPO
-from tests.support.services import services_context
+from tests.support.services import server_process, services_context
 from tests.support.shared_runs import SharedRun
 
-SERVER = REPO / "pytest_osworld" / "services" / "forge_server.py"
 FORGE_TASKS = REPO / "tasks" / "forge.jsonl"
 
 
@@ -100,7 +98,7 @@ def _serving_port(log: Path, process: subprocess.Popen[bytes], deadline: float) 
 
 @pytest.fixture(scope="module")
 def forge_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
-    """The server as the container runs it (``python3 -c``), on a free loopback port."""
+    """The server as the container runs it (``python3 -m osworld_servers.forge``), on a free loopback port."""
     folder = tmp_path_factory.mktemp("forge")
     token = secrets.token_hex(16)
     env = {
@@ -112,7 +110,7 @@ def forge_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
     }
     log = folder / "forge.log"
     with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-c", SERVER.read_text()], stderr=out, env=env)
+        process = subprocess.Popen(**server_process("forge", folder, env), stderr=out)
     try:
         port = _serving_port(log, process, time.monotonic() + 30)
         home = folder / "home"

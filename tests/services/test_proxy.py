@@ -13,7 +13,6 @@ import os
 import secrets
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -41,9 +40,9 @@ from tests.episode.runs import run_tasks
 from tests.services.conftest import run_leftovers
 from tests.services.tasks import plain_task, write_tasks
 from tests.support.paths import REPO
+from tests.support.services import server_process
 from tests.support.taskfactory import task
 
-SERVER = REPO / "pytest_osworld" / "services" / "proxy_server.py"
 UPSTREAM_ENV = "OSWORLD_PROXY_UPSTREAM"
 BUNDLED = REPO / "tasks" / "proxy.jsonl"
 
@@ -137,8 +136,7 @@ def start_proxy(tmp_path: Path) -> Iterator[Any]:
         clean = {k: v for k, v in os.environ.items() if k not in (UPSTREAM_ENV, "PROXY_CREDENTIALS")}
         with log.open("w") as err:
             process = subprocess.Popen(
-                [sys.executable, "-c", SERVER.read_text(encoding="utf-8")],
-                env={**clean, "PROXY_BIND": "127.0.0.1", "PROXY_PORT": "0", **env},
+                **server_process("proxy", tmp_path, {**clean, "PROXY_BIND": "127.0.0.1", "PROXY_PORT": "0", **env}),
                 stdout=subprocess.PIPE,
                 stderr=err,
                 text=True,
@@ -372,13 +370,11 @@ def test_chaining_through_an_upstream_proxy_with_credentials(start_proxy: Any, o
     assert "GET http://127.0.0.1" in outputs[1]  # the logs are there, only without the secret
 
 
-def test_a_malformed_upstream_stops_the_proxy_without_repeating_it() -> None:
+def test_a_malformed_upstream_stops_the_proxy_without_repeating_it(tmp_path: Path) -> None:
     password = f"pw-{secrets.token_hex(8)}"
     env = {**os.environ, "PROXY_BIND": "127.0.0.1", "PROXY_PORT": "0"}
     env[UPSTREAM_ENV] = f"socks5://relay:{password}@127.0.0.1:1080"
-    done = subprocess.run(
-        [sys.executable, "-c", SERVER.read_text(encoding="utf-8")], env=env, capture_output=True, text=True, timeout=30
-    )
+    done = subprocess.run(**server_process("proxy", tmp_path, env), capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert f"{UPSTREAM_ENV} is not an http://" in done.stderr
     assert password not in done.stdout + done.stderr

@@ -1,8 +1,8 @@
 """The ``website`` service: its server on loopback (pages, cart, checkout, the state protocol), its
 built-in definition, the ``service_state`` getter, and the bundled website tasks in real runs.
 
-The server runs as the container runs it (``python -c`` of its source) on a free loopback port, so
-these protocol tests take a moment, not a container.
+The server runs as the container runs it (``python3 -m osworld_servers.website``, with only the standard
+library in reach) on a free loopback port, so these protocol tests take a moment, not a container.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pytest_osworld.services.pool import state_key
 from tests.services.conftest import run_leftovers
 from tests.support.bundled_runs import task_keys
 from tests.support.paths import REPO
-from tests.support.services import WEBSITE_SOURCE, services_context, website_server
+from tests.support.services import services_context, website_server
 from tests.support.shared_runs import SharedRun
 
 TASKS = REPO / "tasks" / "website.jsonl"
@@ -272,7 +272,13 @@ def test_the_builtin_definition() -> None:
     assert website.hostnames("osworld.test") == ["website.osworld.test", "shop.osworld.test"]
     assert website.readiness.path == "/api/state?cookie=readycheck" and website.probe_port == 80
     assert website.reset is not None and website.reset.state_key == "cookie" and website.reset.http is None
-    assert website.entrypoint == ["python3", "-c", WEBSITE_SOURCE.read_text(encoding="utf-8")]
+    assert website.entrypoint == [
+        "env",
+        "PYTHONPATH=/usr/local/lib/pytest-osworld",
+        "python3",
+        "-m",
+        "osworld_servers.website",
+    ]
 
 
 def access(base: str, key: str | None) -> ServiceAccess:

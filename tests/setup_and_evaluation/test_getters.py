@@ -245,6 +245,24 @@ def test_vscode_config_reads_the_file_after_the_palette(shared_desktop: Desktop,
     assert Path(local).read_bytes() == b'{"x": 1}'
 
 
+@pytest.mark.docker
+def test_vscode_config_waits_for_a_late_file_unless_osworlds_fixed_waits_are_asked(
+    shared_desktop: Desktop, tmp_path: Path
+) -> None:
+    """A command slower than upstream's 1 s pause: found with the readiness waits, missing (as upstream) with compat's."""
+    quiet = make_context(shared_desktop, tmp_path / "quiet")
+    fixed = make_context(shared_desktop, tmp_path / "fixed", eval_settle=20)
+    for ctx, name in ((fixed, "fixed"), (quiet, "quiet")):
+        path = f"~/getter-test/late-{name}.txt"
+        # Written 4 s from now by a process of its own, as an extension host busy for 4 s would.
+        ctx.guest.execute(f"(sleep 4; mkdir -p ~/getter-test; printf {name} > {path}) >/dev/null 2>&1 &", shell=True)
+        local = call(ctx, "vscode_config", vscode_extension_command="Write settings", path=path, dest=f"{name}.txt")
+        if ctx is fixed:
+            assert local is None
+        else:
+            assert local is not None and Path(local).read_text() == "quiet"
+
+
 VLC_STAND_IN = """
 import base64, http.server
 class H(http.server.BaseHTTPRequestHandler):

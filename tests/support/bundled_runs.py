@@ -66,7 +66,7 @@ def task_keys(path: Path) -> set[str]:
 
 
 BAD_ACTIONS = ("raise RuntimeError('bad')", "time.sleep(600)")
-BAD_ACTION_TIMEOUT = 3.0  # proves the kill as well as the guest's 120 s does, in seconds
+BAD_ACTION_TIMEOUT = 10.0  # proves the kill as the guest's 120 s does; room for a loaded guest to start python
 EVAL_SETTLE = 20.0  # OSWorld's fixed wait before evaluation, which the same run proves harmless
 
 
@@ -110,7 +110,7 @@ def scripted_model() -> Iterator[ScriptedModel]:
 
 
 def bad_actions_run(root: Path) -> SharedRun:
-    """Every bundled example task with bad first actions, a 3 s action limit and OSWorld's 20 s wait before
+    """Every bundled example task with bad first actions, a 10 s action limit and OSWorld's 20 s wait before
     evaluation (four workers: most of each episode is waiting, which costs no CPU)."""
     args = (
         "-n",

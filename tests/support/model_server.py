@@ -1,10 +1,11 @@
 """A real local model server with scripted answers, for tests.
 
-It speaks the OpenAI-compatible API (``GET /v1/models``, ``POST /v1/chat/completions``) and the
-Anthropic API (``GET /v1/models``, ``GET /v1/models/{id}``, ``POST /v1/messages``) on 127.0.0.1,
+It speaks the OpenAI-compatible API (``GET /v1/models``, ``POST /v1/chat/completions``, ``POST
+/v1/responses``) and the Anthropic API (``GET /v1/models``, ``GET /v1/models/{id}``, ``POST /v1/messages``) on 127.0.0.1,
 on an ephemeral port, one thread per connection. Each model has a queue of behaviours, played one
 per completion request: a text answer with its token usage, an empty answer, an HTTP status (with
-``Retry-After``), a hung connection, a dropped connection, malformed JSON. Every request is recorded,
+``Retry-After``), a hung connection, a dropped connection, malformed JSON, a whole JSON body (``Json``:
+the native protocols' test servers build theirs, tests/support/native_script.py). Every request is recorded,
 so a test can assert what the model saw (texts, images, headers).
 
 Use it as a context manager or through the ``model_server`` fixture (import the fixture into a
@@ -33,6 +34,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 
 Api = Literal["openai", "anthropic"]
+# The request's protocol: an API above, or OpenAI's Responses API (POST /v1/responses).
+Route = Literal["openai", "anthropic", "responses"]
 
 
 # --- behaviours ---------------------------------------------------------------------------------
@@ -79,7 +82,16 @@ class Malformed:
     body: str = '{"choices": [{"message": {"content": "trunc'
 
 
-Behaviour = Reply | Status | Hang | Drop | Malformed
+@dataclass(frozen=True)
+class Json:
+    """An answer whose JSON body is given whole (a native protocol's answer, built by its test server)."""
+
+    body: dict[str, Any]
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Behaviour = Reply | Status | Hang | Drop | Malformed | Json
 Responder = Callable[["RecordedRequest"], Behaviour]
 
 
@@ -115,7 +127,7 @@ class RecordedRequest:
     query: dict[str, list[str]]
     headers: dict[str, str]  # lower-case names
     body: Any  # decoded JSON, or None
-    api: Api | None  # which API the path belongs to; None for the shared model list
+    api: Route | None  # which API the path belongs to; None for the shared model list
     at: float = field(default_factory=time.monotonic)
 
     @property
@@ -293,14 +305,14 @@ class ModelServer:
         # A 400 is not retried: a test whose script ran out fails at once, saying why.
         return Status(400, {"error": {"message": f"no scripted answer left for model {model!r}"}})
 
-    def _authorized(self, headers: dict[str, str], api: Api | None) -> str | None:
+    def _authorized(self, headers: dict[str, str], api: Route | None) -> str | None:
         """None when authorized; else the key that was presented (possibly empty)."""
         if self.api_key is None:
             return None
         bearer = headers.get("authorization", "")
         bearer = bearer[7:] if bearer.lower().startswith("bearer ") else ""
         x_key = headers.get("x-api-key", "")
-        presented = {"openai": [bearer], "anthropic": [x_key], None: [bearer, x_key]}[api]
+        presented = {"openai": [bearer], "responses": [bearer], "anthropic": [x_key], None: [bearer, x_key]}[api]
         if self.api_key in presented:
             return None
         return next((k for k in presented if k), "")
@@ -329,11 +341,13 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        api: Api | None = None
+        api: Route | None = None
         if path == "/v1/chat/completions":
             api = "openai"
         elif path == "/v1/messages":
             api = "anthropic"
+        elif path == "/v1/responses":
+            api = "responses"
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = RecordedRequest(method, path, parse_qs(split.query), headers, body, api)
         server._record(request)
@@ -383,8 +397,10 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
 
-    def _behave(self, behaviour: Behaviour, api: Api, model: str) -> None:
-        if isinstance(behaviour, Reply):
+    def _behave(self, behaviour: Behaviour, api: Route, model: str) -> None:
+        if isinstance(behaviour, Json):
+            self._json(behaviour.status, behaviour.body, behaviour.headers)
+        elif isinstance(behaviour, Reply):
             self._json(200, _reply_body(behaviour, api, model))
         elif isinstance(behaviour, Status):
             body = (
@@ -436,7 +452,24 @@ def _model_entry(name: str) -> dict[str, Any]:
     }
 
 
-def _reply_body(reply: Reply, api: Api, model: str) -> dict[str, Any]:
+def _reply_body(reply: Reply, api: Route, model: str) -> dict[str, Any]:
+    if api == "responses":
+        return {
+            "id": "resp_scripted",
+            "object": "response",
+            "status": "completed",
+            "model": model,
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_scripted",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": reply.text or "", "annotations": []}],
+                }
+            ],
+            "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens},
+        }
     if api == "openai":
         return {
             "id": "chatcmpl-scripted",

@@ -1,47 +1,70 @@
-"""What tests of the shared services need more than once: the website service's own server as a local
-process, and a task's context that reaches only services (its guest is never asked)."""
+"""What tests of the shared services need more than once: a server of ``pytest_osworld/servers`` run
+as its container runs it, in a local process (the website's as a context manager), and a task's
+context that reaches only services (its guest is never asked)."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pytest_osworld.guest.client import GuestClient
+from pytest_osworld.servers import IMAGE_PACKAGE
 from pytest_osworld.services.access import ServiceAccess
 from pytest_osworld.settings import Settings
 from pytest_osworld.setup.assets import AssetCache
 from pytest_osworld.setup.context import TaskContext
 from tests.support.paths import REPO
 
-WEBSITE_SOURCE = REPO / "pytest_osworld" / "services" / "website_server.py"
+SERVERS = REPO / "pytest_osworld" / "servers"
 _LISTENING = re.compile(r"^website: listening on 127\.0\.0\.1:(\d+)$")
+
+
+def image_copy(folder: Path) -> Path:
+    """A folder under ``folder`` that holds the servers' package as the desktop image does
+    (``osworld_servers/``, what ``guest/build.py`` copies in), made on first use."""
+    root = folder / "servers-image"
+    if not root.exists():
+        shutil.copytree(SERVERS, root / IMAGE_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def server_process(module: str, folder: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """``subprocess`` arguments that run the server ``module`` as its container does (``python3 -m
+    osworld_servers.<module>``, the package on ``PYTHONPATH``), with ``env``. Python starts without
+    site-packages (``-S``) in ``folder``, so only the standard library and the package are in reach:
+    never the host package, as in the image."""
+    return {
+        "args": [sys.executable, "-S", "-m", f"{IMAGE_PACKAGE}.{module}"],
+        "cwd": folder,
+        "env": {**env, "PYTHONPATH": str(image_copy(folder))},
+    }
 
 
 @contextmanager
 def website_server() -> Iterator[str]:
     """The website service's server, run as its container runs it, in a process of its own; its base URL."""
     env = {**os.environ, "WEBSITE_PORT": "0", "WEBSITE_BIND": "127.0.0.1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", WEBSITE_SOURCE.read_text(encoding="utf-8")],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()  # printed once it listens (or EOF if it died)
-        found = _LISTENING.match(line)
-        assert found, f"the website server did not start: {line!r} (exit {proc.poll()})"
-        yield f"http://127.0.0.1:{found.group(1)}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with tempfile.TemporaryDirectory(prefix="website-") as folder:
+        proc = subprocess.Popen(
+            **server_process("website", Path(folder), env), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline().strip()  # printed once it listens (or EOF if it died)
+            found = _LISTENING.match(line)
+            assert found, f"the website server did not start: {line!r} (exit {proc.poll()})"
+            yield f"http://127.0.0.1:{found.group(1)}"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 def services_context(tmp_path: Path, services: dict[str, ServiceAccess]) -> TaskContext:

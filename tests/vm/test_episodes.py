@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -62,6 +63,7 @@ def test_qemu_killed_mid_task_masks_that_task_and_the_others_pass_from_the_snaps
     tasks = [task("killed", config=[], solution=[acting, "DONE"])]
     tasks += [json.loads(line) for line in BUNDLED.read_text().splitlines()]
     write_jsonl(pytester.path / "t.jsonl", tasks)
+    shutil.copytree(BUNDLED.parent / "assets", pytester.path / "assets")  # the bundled tasks' files, beside them
     outcome: dict[str, Run] = {}
     args = ("-k", f"killed or {PASSING}", "--osworld-agent", "oracle", *VM_ARGS, *SLOW)
     runner = threading.Thread(
@@ -76,19 +78,23 @@ def test_qemu_killed_mid_task_masks_that_task_and_the_others_pass_from_the_snaps
             filters={"label": [f"{LABEL_RUN_ID}={run_id}", f"{LABEL_ROLE}=sandbox"]}
         ):
             # Asked from inside the runner container (busybox wget): pytester drops modules imported
-            # during its test, so this process must not start using an HTTP client here.
-            asked = container.exec_run(
-                [
-                    "busybox",
-                    "wget",
-                    "-q",
-                    "-O",
-                    "/dev/null",
-                    "--post-data",
-                    "file_path=/tmp/acting",
-                    "http://127.0.0.1:5000/file",
-                ]
-            )
+            # during its test, so this process must not start using an HTTP client here. A sandbox of
+            # an earlier task may end between the listing and the question.
+            try:
+                asked = container.exec_run(
+                    [
+                        "busybox",
+                        "wget",
+                        "-q",
+                        "-O",
+                        "/dev/null",
+                        "--post-data",
+                        "file_path=/tmp/acting",
+                        "http://127.0.0.1:5000/file",
+                    ]
+                )
+            except docker.errors.APIError:
+                continue
             if asked.exit_code == 0:
                 kill = container.exec_run(["sh", "-c", "kill -KILL $(cat /run/vm/qemu.pid)"])
                 assert kill.exit_code == 0, kill.output

@@ -11,6 +11,11 @@ from ._registry import getter
 from .file import fetch_vm_file
 
 PALETTE_SETTLE_S = 1.0  # upstream's pause before reading the file the command wrote
+# With the project's readiness waits (eval_settle quiet), a file not there after upstream's pause is
+# waited for this much longer: a loaded host's extension host can take seconds to run the command,
+# where upstream's VM takes under one. A fixed eval_settle (compat) reads once, as upstream.
+PALETTE_FILE_LIMIT_S = 15.0
+POLL_INTERVAL_S = 0.25
 
 
 @getter("vscode_config")
@@ -23,4 +28,11 @@ def get_vscode_config(ctx: TaskContext, config: dict[str, Any]) -> str | None:
     ):
         ctx.guest.run_pyautogui(code)
     time.sleep(PALETTE_SETTLE_S)  # the command writes its file asynchronously; upstream waits this long
-    return fetch_vm_file(ctx, config["path"], config["dest"])
+    found = fetch_vm_file(ctx, config["path"], config["dest"])
+    if ctx.settings.eval_settle != "quiet":
+        return found
+    deadline = time.monotonic() + PALETTE_FILE_LIMIT_S
+    while found is None and time.monotonic() < deadline:
+        time.sleep(POLL_INTERVAL_S)
+        found = fetch_vm_file(ctx, config["path"], config["dest"])
+    return found
