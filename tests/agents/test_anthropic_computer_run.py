@@ -1,5 +1,6 @@
-"""The anthropic-computer runner in one real run: every bundled v1 task against a server that speaks
-Anthropic's Messages API with the computer tool (computer_20251124, zoom declared), plus the failure cases."""
+"""The anthropic-computer runner in one real run: its share of the bundled v1 tasks
+(tests/support/native_runs.py) against a server that speaks Anthropic's Messages API with the computer tool
+(computer_20251124, zoom declared), plus the failure cases."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from tests.support.native_runs import (
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
     assert_no_key_anywhere,
-    bundled_keys,
     native_run,
 )
 
@@ -66,15 +66,17 @@ def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None
 
 
 def test_plain_python_steps_go_through_a_terminal_that_closes_itself(native: NativeRun) -> None:
-    typed = [s["action"]["call"] for s in native.traj("os/os-rename-report") if isinstance(s["action"], dict)]
+    typed = [s["action"]["call"] for s in native.traj("os/os-make-executable") if isinstance(s["action"], dict)]
     assert typed[0] == {"action": "key", "text": "ctrl+alt+t"}
     command = next(c["text"] for c in typed if c["action"] == "type")
-    assert command.startswith(f"python3 - <<'EOF'\n{PYAUTOGUI_PREFIX}\nimport os; os.rename(")
+    assert command.startswith(
+        f"python3 - <<'EOF'\n{PYAUTOGUI_PREFIX}\nimport os, stat; p = '/home/user/Desktop/backup.sh'"
+    )
     assert command.endswith("EOF\nexit\n")
 
 
 def test_a_timed_wait_is_slept_by_the_harness_not_run_in_the_guest(native: NativeRun) -> None:
-    waits = [s for key in bundled_keys() for s in native.traj(key) if _action(s) == "wait"]
+    waits = [s for key in native.keys for s in native.traj(key) if _action(s) == "wait"]
     assert waits, "the scripted model waits for the terminal"
     for step in waits:
         seconds = step["action"]["call"]["duration"]

@@ -1,5 +1,6 @@
-"""The openai-computer runner in one real run: every bundled v1 task against a server that speaks OpenAI's
-Responses API with the computer_use_preview tool (chained by previous_response_id), plus the failure cases."""
+"""The openai-computer runner in one real run: its share of the bundled v1 tasks (tests/support/native_runs.py)
+against a server that speaks OpenAI's Responses API with the computer_use_preview tool (chained by
+previous_response_id), plus the failure cases."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The tool-calling runner in one real run: every bundled v1 task against an OpenAI-compatible chat server that
-calls one computer function (parallel tool calls, terminate), plus the failure cases."""
+"""The tool-calling runner in one real run: its share of the bundled v1 tasks (tests/support/native_runs.py)
+against an OpenAI-compatible chat server that calls one computer function (parallel tool calls, terminate),
+plus the failure cases."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The uitars runner in one real run: every bundled v1 task against an OpenAI-compatible chat server answering in
-UI-TARS's grammar (absolute coordinates on the smart_resized screenshot), plus the failure cases."""
+"""The uitars runner in one real run: its share of the bundled v1 tasks (tests/support/native_runs.py) against
+an OpenAI-compatible chat server answering in UI-TARS's grammar (absolute coordinates on the smart_resized
+screenshot), plus the failure cases."""
 
 from __future__ import annotations
 
