@@ -40,11 +40,15 @@ from pytest_osworld.settings import Settings
 from tests.episode.runs import BUNDLED, Run, run_tasks
 from tests.sandbox import support
 from tests.sandbox.ray_cluster import SLOT, TestCluster, eventually, run_id
+from tests.support.paths import REPO
 
 # One lane (tests/support/xdist_groups.py): the module's tests share one cluster, started once.
 pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("ray")]
 
-TASKS = len(BUNDLED.read_text().splitlines())
+# Every bundled v1 task a Ray node can run: all but those that need the shared services, which run on
+# the pytest machine's engine (docs/scaling.md, "Not on Ray").
+APPS = REPO / "tasks" / "apps.jsonl"
+TASKS = len(BUNDLED.read_text().splitlines()) + len(APPS.read_text().splitlines())
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +81,8 @@ def stand_in_settings(cluster: TestCluster, image: str, **extra: Any) -> Setting
 def test_the_oracle_passes_every_bundled_task_on_three_nodes(
     pytester: pytest.Pytester, cluster: TestCluster, engine: docker.DockerClient
 ) -> None:
-    run = run_tasks(pytester, BUNDLED, *ray_options(cluster, "--osworld-agent", "oracle", "--osworld-warm-pool", "1"))
+    oracle = ray_options(cluster, "--osworld-agent", "oracle", "--osworld-warm-pool", "1")
+    run = run_tasks(pytester, BUNDLED, str(APPS), *oracle)
     output = run.result.stdout.str()
     run.result.assert_outcomes(passed=TASKS)
     assert support.run_containers(engine, run.run_id) == []
