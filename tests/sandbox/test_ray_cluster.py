@@ -152,6 +152,9 @@ class NodeKiller(threading.Thread):
 
 # The os and Calc tasks: the point is a node lost under running tasks, not every task.
 LOST_NODE_TASKS = ("-k", "os- or calc-")
+# The lost-node run holds each sandbox this long after setup (a fixed wait, as OSWorld's): an os task is
+# over in seconds, and the node must be gone while its task still runs, however long removing it takes.
+HOLD = ("--osworld-start-settle", "15")
 
 
 @contextlib.contextmanager
@@ -185,7 +188,7 @@ def test_a_node_lost_mid_run_masks_its_task_naming_it_and_a_resume_passes_it(
     with slots_held(cluster, cluster.workers):
         killer.start()
         run = run_tasks(
-            pytester, BUNDLED, *ray_options(cluster, "--osworld-agent", "oracle", *LOST_NODE_TASKS), run_id=name
+            pytester, BUNDLED, *ray_options(cluster, "--osworld-agent", "oracle", *HOLD, *LOST_NODE_TASKS), run_id=name
         )
         killer.join(10)
     assert killer.error is None and killer.killed.is_set(), killer.error
