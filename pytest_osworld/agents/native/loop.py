@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal
 from pytest_osworld.agents.base import Action, Decision, Observation, Runner, RunnerContext
 from pytest_osworld.agents.coordinates import Frame
 from pytest_osworld.agents.native.actions import ActionError, GuiCall, screen_points, to_code
-from pytest_osworld.agents.native.images import zoom_png
+from pytest_osworld.agents.native.images import fit_size, zoom_png
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.models.base import ModelApi, ModelConfigError, Sampling
 from pytest_osworld.models.messages import Image, Message, Part, Text
@@ -131,6 +131,15 @@ class NativeRunner(Runner):
         self._sent: list[_Owed] = []  # what the last exchange answered (restored when its turn is dropped)
 
     # --- the protocol ----------------------------------------------------------------------------
+
+    def image_size(self, screen: tuple[int, int]) -> tuple[int, int]:
+        """The size of the screenshot this protocol's model gets: the screen's, or within
+        ``--osworld-screenshot-max-*``."""
+        return fit_size(*screen, self.settings.screenshot_max_width, self.settings.screenshot_max_height)
+
+    def screenshot_size(self, screen: tuple[int, int]) -> tuple[int, int] | None:
+        size = self.image_size(screen)
+        return None if size == screen else size
 
     @abstractmethod
     def view(self, observation: Observation) -> View:

@@ -22,7 +22,7 @@ from pytest_osworld.agents.coordinates import Frame
 from pytest_osworld.agents.native import prompts
 from pytest_osworld.agents.native.actions import ActionError
 from pytest_osworld.agents.native.computer_tool import ACTIONS_20250124, parse_computer_input
-from pytest_osworld.agents.native.images import fit_size, resize_png
+from pytest_osworld.agents.native.images import screenshot_at
 from pytest_osworld.agents.native.loop import (
     INFEASIBLE_PHRASE,
     CallAnswer,
@@ -87,11 +87,9 @@ class ToolCallingRunner(NativeRunner):
         self.function = function_schema(ctx.asks_user)
 
     def view(self, observation: Observation) -> View:
-        width, height = observation.screen_size
-        size = fit_size(width, height, self.settings.screenshot_max_width, self.settings.screenshot_max_height)
-        image = resize_png(observation.screenshot, size)
-        frame = Frame(screen=(width, height), image=size, relative=self.settings.relative_coordinates)
-        return View(observation, image, frame)
+        size = self.image_size(observation.screen_size)
+        frame = Frame(screen=observation.screen_size, image=size, relative=self.settings.relative_coordinates)
+        return View(observation, screenshot_at(observation, size), frame)
 
     def exchange(self, view: View, answers: list[CallAnswer]) -> ModelTurn:
         items = self.conversation.items

@@ -46,6 +46,9 @@ class UITarsRunner(NativeRunner):
         self.relative = ctx.settings.uitars_coordinates == "relative"
         self.past: list[tuple[bytes, str]] = []  # (screenshot sent, answer) of each kept turn
 
+    def image_size(self, screen: tuple[int, int]) -> tuple[int, int]:
+        return screen  # sent as taken: the model's own processor resizes it (the frame is that size)
+
     def view(self, observation: Observation) -> View:
         width, height = observation.screen_size
         s = self.settings
