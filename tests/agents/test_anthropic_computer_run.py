@@ -16,7 +16,9 @@ from tests.support.native_runs import (
     GROUP,
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
+    assert_cases_go_on,
     assert_no_key_anywhere,
+    assert_overloaded_retried_then_masked,
     native_run,
 )
 
@@ -85,28 +87,19 @@ def test_a_timed_wait_is_slept_by_the_harness_not_run_in_the_guest(native: Nativ
 
 
 def test_failure_cases_are_recorded_and_the_episode_goes_on(native: NativeRun) -> None:
-    for case, why in (
-        ("nonsense", "coordinate must be [x, y]"),
-        ("unknown", "unknown action 'teleport'"),
-        ("refusal", "the model refused to answer (stop reason refusal)"),
-        ("cut", "the answer was cut off at the token limit (stop reason max_tokens)"),
-    ):
-        record = native.record(f"os/case-{case}")
-        assert (record["score"], record["termination"], record["steps"]) == (1.0, "fail", 2), case
-        first, second = native.traj(f"os/case-{case}")
-        assert why in first["parse_error"] and first["action"] is None, case
-        assert second["action"] == "FAIL"
+    why = {
+        "nonsense": "coordinate must be [x, y]",
+        "unknown": "unknown action 'teleport'",
+        "refusal": "the model refused to answer (stop reason refusal)",
+        "cut": "the answer was cut off at the token limit (stop reason max_tokens)",
+    }
+    assert_cases_go_on(native, why)
     answered = native.notes("case-nonsense")["answers"]
     assert answered == [{"action": "left_click", "error": True, "texts": [answered[0]["texts"][0]], "images": []}]
 
 
 def test_overloaded_answers_are_retried_after_retry_after_then_masked(native: NativeRun) -> None:
-    retried = native.record("os/case-overloaded")
-    assert retried["score"] == 1.0 and native.notes("case-overloaded")["retried_after"] >= 1.0
-    masked = native.record("os/case-overloaded-forever")
-    assert masked["termination"] == "model_error" and masked["masked"] is True and masked["score"] is None
-    assert "529" in masked["message"] and "3 attempt(s)" in masked["message"]
-    assert native.notes("case-overloaded-forever")["overloaded"] == 3
+    assert_overloaded_retried_then_masked(native, 529)
 
 
 def test_screenshot_cursor_position_and_zoom_answer_without_acting(native: NativeRun) -> None:

@@ -182,6 +182,30 @@ def assert_bundled_tasks_score_as_with_the_oracle(native: NativeRun) -> None:
     assert native.problems == []  # no request broke the protocol
 
 
+def assert_cases_go_on(native: NativeRun, why: dict[str, str]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each case of ``why`` (case -> the words its step's parse error holds) spent its first step on the
+    fault, recorded, and the episode went on to the task's FAIL (scoring 1); the two steps of each."""
+    steps = []
+    for case, words in why.items():
+        record = native.record(f"os/case-{case}")
+        assert (record["score"], record["termination"], record["steps"]) == (1.0, "fail", 2), case
+        first, second = native.traj(f"os/case-{case}")
+        assert words in first["parse_error"] and first["action"] is None and second["action"] == "FAIL", case
+        steps.append((first, second))
+    return steps
+
+
+def assert_overloaded_retried_then_masked(native: NativeRun, status: int) -> None:
+    """An overloaded answer (``status``) was retried after its Retry-After and the episode passed; one
+    overloaded every time was masked as the endpoint's failure after the retries."""
+    assert native.record("os/case-overloaded")["score"] == 1.0
+    assert native.notes("case-overloaded")["retried_after"] >= 1.0
+    masked = native.record("os/case-overloaded-forever")
+    assert (masked["termination"], masked["masked"], masked["score"]) == ("model_error", True, None)
+    assert str(status) in masked["message"] and "3 attempt(s)" in masked["message"], masked["message"]
+    assert native.notes("case-overloaded-forever")["overloaded"] == 3
+
+
 def assert_no_key_anywhere(native: NativeRun) -> None:
     """The key reached the server on every request (it refuses others) and nothing the run wrote or printed."""
     assert files_holding(native.folder, KEY) == []
