@@ -33,7 +33,7 @@ from pytest_osworld.agents.coordinates import Frame
 from pytest_osworld.agents.native.actions import ActionError, GuiCall, screen_points, to_code
 from pytest_osworld.agents.native.images import fit_size, zoom_png
 from pytest_osworld.errors import OsworldError
-from pytest_osworld.models.base import ModelApi, ModelConfigError, Sampling
+from pytest_osworld.models.base import ModelApi, ModelConfigError, ModelError, Sampling
 from pytest_osworld.models.messages import Image, Message, Part, Text
 from pytest_osworld.models.transport import HttpModelClient, JsonReply
 from pytest_osworld.results.record import Usage
@@ -349,6 +349,16 @@ def obj(value: Any) -> dict[str, Any]:
 def items_of(value: Any) -> list[Any]:
     """``value`` when it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
+
+
+def chat_choice(client: HttpModelClient, data: dict[str, Any]) -> tuple[dict[str, Any], Any, str]:
+    """A chat completion's first choice: its message, its ``finish_reason`` and its text content."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelError(client.redact(f"the model endpoint's answer has no choices: {json.dumps(data)[:300]}"))
+    message = obj(choices[0].get("message"))
+    content = message.get("content")
+    return message, choices[0].get("finish_reason"), content if isinstance(content, str) else ""
 
 
 def data_url(png: bytes) -> str:

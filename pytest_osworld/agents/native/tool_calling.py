@@ -31,11 +31,12 @@ from pytest_osworld.agents.native.loop import (
     NativeRunner,
     ToolCall,
     View,
+    chat_choice,
     data_url,
     items_of,
     obj,
 )
-from pytest_osworld.models.base import ModelApi, ModelError
+from pytest_osworld.models.base import ModelApi
 from pytest_osworld.models.transport import JsonReply, token_count
 
 FUNCTION = "computer"
@@ -138,15 +139,7 @@ class ToolCallingRunner(NativeRunner):
 
     def _read(self, reply: JsonReply, frame: Frame) -> tuple[ModelTurn, dict[str, Any]]:
         data = reply.data
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ModelError(
-                self.client.redact(f"the model endpoint's answer has no choices: {json.dumps(data)[:300]}")
-            )
-        message = obj(choices[0].get("message"))
-        finish = choices[0].get("finish_reason")
-        content = message.get("content")
-        text = content if isinstance(content, str) else ""
+        message, finish, text = chat_choice(self.client, data)
         raw_calls = items_of(message.get("tool_calls"))
         calls = [self._call(c, frame) for c in raw_calls]
         refused = message.get("refusal") or finish == "content_filter"
