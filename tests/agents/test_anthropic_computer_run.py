@@ -56,8 +56,7 @@ def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None
     }
     # A solution step of several key presses is one answer of several tool_use blocks, run in order,
     # each recorded with the model's input and its screen coordinates.
-    steps = native.traj("libreoffice_calc/calc-sum-units")
-    several = [s for s in steps if s["step_num"] == 2]
+    several = native.first_step_of_several_actions("libreoffice_calc/calc-sum-units")
     assert [s["action"]["call"]["action"] for s in several] == ["key", "key", "key"]
     assert several[1]["action"]["call"]["text"] == "Down Down Down Down Down"
     # The solution's click at (960, 600) on the screen: the model's point on the 1429x804 screenshot, and

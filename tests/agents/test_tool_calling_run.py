@@ -33,7 +33,7 @@ def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None
     assert_bundled_tasks_score_as_with_the_oracle(native)
     assert native.problems == []
     # Parallel tool calls of one answer ran in order, each its own action line of the step.
-    steps = [s for s in native.traj("libreoffice_calc/calc-sum-units") if s["step_num"] == 2]
+    steps = native.first_step_of_several_actions("libreoffice_calc/calc-sum-units")
     assert [s["action"]["call"]["text"] for s in steps] == ["ctrl+Home", "Down Down Down Down Down", "Right"]
     assert native.record("os/os-refresh-rate")["termination"] == "fail"  # terminate with status failure
 

@@ -95,6 +95,14 @@ class NativeRun:
         path = self.run_dir / key / "traj.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()]
 
+    def first_step_of_several_actions(self, key: str) -> list[dict[str, Any]]:
+        """The action lines of the first step that ran more than one action (one answer of several calls).
+        Found by content, not number: a scripted model may first wait for the application to be up."""
+        steps: dict[int, list[dict[str, Any]]] = {}
+        for line in self.traj(key):
+            steps.setdefault(line["step_num"], []).append(line)
+        return next(lines for _, lines in sorted(steps.items()) if len(lines) > 1)
+
     def notes(self, task_id: str) -> dict[str, Any]:
         found: dict[str, Any] = self.shared.notes["conversations"][task_id]
         return found
