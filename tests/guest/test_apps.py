@@ -9,6 +9,7 @@ import json
 import re
 import shlex
 import tarfile
+import time
 import zipfile
 from collections.abc import Callable
 
@@ -130,10 +131,19 @@ def test_code_installs_lists_and_opens_with_vs_code_paths(make_guest: Callable[.
     # the user's settings where the vs_code tasks read them.
     settings = "/home/user/.config/Code/User/settings.json"
     assert guest.execute(["test", "-e", settings])["returncode"] == 1
-    guest.pyautogui("pyautogui.hotkey('ctrl', 'shift', 'p'); time.sleep(1)")
-    guest.pyautogui("pyautogui.typewrite('Preferences: Open User Settings (JSON)'); time.sleep(1)")
-    guest.pyautogui("pyautogui.press('enter')")
-    guest.wait_for_window("settings.json", 30)
+    # The getter's fixed 1 s pauses can be too short for a loaded VS Code to open its palette: a second try
+    # after Escape (the getter's own keys each time); the window must come.
+    for _attempt in range(2):
+        guest.pyautogui("pyautogui.hotkey('ctrl', 'shift', 'p'); time.sleep(1)")
+        guest.pyautogui("pyautogui.typewrite('Preferences: Open User Settings (JSON)'); time.sleep(1)")
+        guest.pyautogui("pyautogui.press('enter')")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any("settings.json" in t for t in guest.window_titles()):
+            time.sleep(0.2)  # poll interval
+        if any("settings.json" in t for t in guest.window_titles()):
+            break
+        guest.pyautogui("pyautogui.press('escape')")
+    guest.wait_for_window("settings.json", 5)
     # The editor closes brackets and quotes as they are typed: what it added after the caret goes.
     guest.pyautogui(
         "pyautogui.hotkey('ctrl', 'a'); pyautogui.typewrite('{\"editor.wordWrapColumn\": 50}'); "
