@@ -3,12 +3,9 @@ scales it; OSWorld's own guest server has no such route and the client falls bac
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import cast
 
 import httpx
@@ -17,6 +14,7 @@ from PIL import Image, ImageChops
 
 from pytest_osworld.guest.client import GuestClient
 from tests.setup_and_evaluation.desktop import Desktop
+from tests.support.loopback import loopback_http
 
 SIZE = (1429, 804)  # what the anthropic-computer runner asks of a 1920x1080 screen
 
@@ -81,21 +79,10 @@ class _UpstreamGuest(BaseHTTPRequestHandler):
         pass
 
 
-@contextlib.contextmanager
-def upstream_guest() -> Iterator[tuple[str, list[str]]]:
-    asked: list[str] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_UpstreamGuest,), {"asked": asked}))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", asked
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_a_guest_without_the_route_gives_the_screen_and_is_not_asked_again() -> None:
-    with upstream_guest() as (url, asked), GuestClient(url, retry_budget=1.0) as guest:
+    asked: list[str] = []
+    handler = type("Handler", (_UpstreamGuest,), {"asked": asked})
+    with loopback_http(handler) as url, GuestClient(url, retry_budget=1.0) as guest:
         for _ in range(3):
             full, scaled = guest.screenshots(SIZE)
             assert scaled is None and image(full).size == (1920, 1080)
