@@ -165,9 +165,10 @@ def screenshots_png(size: tuple[int, int]) -> tuple[bytes, bytes]:
     if not (0 < size[0] <= MAX_SCALED_SIDE and 0 < size[1] <= MAX_SCALED_SIDE):
         raise ApiError(400, f"a scaled screenshot is 1 to {MAX_SCALED_SIDE} pixels a side, not {size[0]}x{size[1]}")
     screen = _screen()
-    scaled = screen if screen.size == size else screen.resize(size, Image.Resampling.BILINEAR)
     full = encode_png(screen)
-    return full, (full if scaled is screen else encode_png(scaled))
+    if screen.size == size:
+        return full, full
+    return full, encode_png(screen.resize(size, Image.Resampling.BILINEAR))
 
 
 def _screen() -> Image.Image:
