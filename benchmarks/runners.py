@@ -3,12 +3,18 @@ encoding, reading the answer, mapping its actions.
 
     python benchmarks/runners.py              # 40 steps per runner
     python benchmarks/runners.py -s 100
+    python benchmarks/runners.py --guest      # and what the guest's scaling costs the guest (a desktop sandbox)
 
 Each runner plays a step after another against a local model server of its protocol that answers at once
 with one click (an instant "model", on loopback); the screen is a 1920x1080 screenshot with the detail of a
 real desktop (windows, text, gradients), a different one each step. The model's time is what the model client measured for the
 request (``Decision.model_seconds``: sending, waiting, receiving); the runner's overhead is the rest of
 ``predict``. Target: median <= 20 ms per step.
+
+A runner whose model sees a smaller screen (anthropic-computer: Anthropic's image limits) gets the
+screenshot scaled by the guest from the same grab, as the episode asks it (``Runner.screenshot_size``);
+the figures give it so. The runner scales it itself when the guest cannot (OSWorld's own guest server):
+that figure is printed too, and with ``--guest`` the time the scaling adds to the guest's screenshot.
 """
 
 from __future__ import annotations
@@ -26,9 +32,13 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' model server
 
+from _common import close_provider, open_provider
+
 from pytest_osworld.agents.base import Observation, RunnerContext
 from pytest_osworld.agents.native.images import anthropic_size, resize_png
+from pytest_osworld.agents.native.loop import NativeRunner
 from pytest_osworld.agents.registry import make_runner
+from pytest_osworld.guest.client import GuestClient
 from pytest_osworld.models import make_model_client
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.model import Task
@@ -129,8 +139,9 @@ ANSWERS = {
 }
 
 
-def overheads(agent: str, steps: int, screens: list[bytes]) -> list[float]:
-    """Milliseconds of each step's ``predict`` beyond the model's time."""
+def overheads(agent: str, steps: int, screens: list[bytes], *, guest_scales: bool = True) -> list[float]:
+    """Milliseconds of each step's ``predict`` beyond the model's time. ``guest_scales``: the observation
+    holds the guest's scaling of the screen when the runner asks for one (made here, outside the timing)."""
     with ModelServer(models=["m"]) as server:
         server.respond_with("m", ANSWERS[agent])
         api = "anthropic" if agent == "anthropic-computer" else "openai"
@@ -138,9 +149,16 @@ def overheads(agent: str, steps: int, screens: list[bytes]) -> list[float]:
         task = Task.model_validate({"id": "bench", "instruction": "Click.", "evaluator": {"func": "exact_match"}})
         entry = TaskEntry(task=task, domain="os", origin="benchmark")
         runner = make_runner(agent, RunnerContext(entry=entry, settings=settings, model=make_model_client(settings)))
+        assert isinstance(runner, NativeRunner)
+        size = runner.screenshot_size(SCREEN)
+        scaled = [resize_png(screen, size) if size and guest_scales else None for screen in screens]
         found = []
         for step in range(steps):
-            observation = Observation("Click.", screens[step % len(screens)], SCREEN, step)
+            index = step % len(screens)
+            given = scaled[index]
+            observation = Observation(
+                "Click.", screens[index], SCREEN, step, scaled=(size, given) if size and given else None
+            )
             started = time.perf_counter()
             decision = runner.predict(observation)
             wall = time.perf_counter() - started
@@ -151,30 +169,61 @@ def overheads(agent: str, steps: int, screens: list[bytes]) -> list[float]:
     return found
 
 
+def figures(found: list[float]) -> tuple[float, str]:
+    found = found[1:]  # the first step warms the connection and caches
+    median = statistics.median(found)
+    p90 = statistics.quantiles(found, n=10)[-1]
+    return median, f"median {median:6.2f} ms, p90 {p90:6.2f} ms, max {max(found):6.2f} ms"
+
+
+def guest_figures(steps: int) -> int:
+    """The guest's time for a screenshot, and for the screenshot with its scaling, on a desktop sandbox."""
+    opened = open_provider(Settings())
+    if opened is None:
+        return 2
+    provider, owner = opened
+    try:
+        sandbox = provider.start(task_key="bench/screenshots")
+        try:
+            with GuestClient(sandbox.api_url) as guest:
+                guest.wait_ready(time.monotonic() + 120)
+                size = anthropic_size(*SCREEN)
+                plain, both = [], []
+                for _ in range(steps):
+                    started = time.perf_counter()
+                    guest.screenshot()
+                    plain.append((time.perf_counter() - started) * 1000)
+                    started = time.perf_counter()
+                    guest.screenshots(size)
+                    both.append((time.perf_counter() - started) * 1000)
+        finally:
+            sandbox.stop()
+    finally:
+        close_provider(provider, owner)
+    added = statistics.median(both) - statistics.median(plain)
+    print(
+        f"guest screenshot: median {statistics.median(plain):6.2f} ms; with its {size[0]}x{size[1]} scaling "
+        f"{statistics.median(both):6.2f} ms (+{added:.2f} ms, the guest's CPU)"
+    )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-s", "--steps", type=int, default=40, help="steps per runner (default 40)")
+    parser.add_argument("--guest", action="store_true", help="also time the guest's scaling on a desktop sandbox")
     args = parser.parse_args()
     screens = [desktop_png(seed) for seed in range(3)]  # a new screen each step: nothing is scaled twice
     met = True
     for agent in ANSWERS:
-        found = overheads(agent, args.steps, screens)[1:]  # the first step warms the connection and caches
-        median = statistics.median(found)
-        p90 = statistics.quantiles(found, n=10)[-1]
+        median, line = figures(overheads(agent, args.steps, screens))
         met = met and median <= TARGET_MS
-        print(f"{agent:20s} overhead per step: median {median:6.2f} ms, p90 {p90:6.2f} ms, max {max(found):6.2f} ms")
-    # The one piece of work a protocol demands of its runner: Anthropic's screenshots scaled to its limits.
-    scaling = []
-    for step in range(args.steps):
-        started = time.perf_counter()
-        resize_png(screens[step % len(screens)], anthropic_size(*SCREEN))
-        scaling.append((time.perf_counter() - started) * 1000)
-    print(
-        f"{'':20s} of which anthropic-computer's screenshot scaling (decode, resize, PNG): median "
-        f"{statistics.median(scaling):6.2f} ms"
-    )
+        print(f"{agent:20s} overhead per step: {line}")
+    # The runner's fallback where the guest cannot scale (OSWorld's own guest server): it scales each screen.
+    _, line = figures(overheads("anthropic-computer", args.steps, screens, guest_scales=False))
+    print(f"{'':20s} anthropic-computer scaling each screen itself (a guest that cannot): {line}")
     print(f"target: median <= {TARGET_MS:.0f} ms per step: {'met' if met else 'NOT met'}")
-    return 0
+    return guest_figures(args.steps) if args.guest else 0
 
 
 if __name__ == "__main__":

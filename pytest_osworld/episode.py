@@ -233,10 +233,15 @@ class Episode:
     def _observe(self, step: int) -> Observation:
         wants_tree = self.runner.needs_accessibility_tree or self.settings.observation in ACCESSIBILITY_OBSERVATIONS
         note, self._note = self._note, None
+        # A runner whose model sees a smaller screen gets it scaled by the guest, from the same grab:
+        # the scaling's CPU is the sandbox's, not the one machine's that runs every episode.
+        size = self.runner.screenshot_size(self.screen_size)
+        screenshot, scaled = self.guest.screenshots(size) if size else (self.guest.screenshot(), None)
         return Observation(
             instruction=self.instruction,
             note=note,
-            screenshot=self.guest.screenshot(),
+            screenshot=screenshot,
+            scaled=(size, scaled) if size and scaled is not None else None,
             screen_size=self.screen_size,
             step=step,
             accessibility_tree=self.guest.accessibility() if wants_tree else None,

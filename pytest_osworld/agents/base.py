@@ -31,6 +31,9 @@ class Observation:
     accessibility_tree: str | None = None
     terminal: str | None = None
     note: str | None = None  # text from the environment for this step only: the simulated user's answer
+    # The same grab scaled by the guest to the size the runner asked (``Runner.screenshot_size``): (size,
+    # PNG). None when the runner asks none or the guest does not scale (the runner scales it then).
+    scaled: tuple[tuple[int, int], bytes] | None = field(default=None, compare=False, repr=False)
     # Asks the guest where the pointer is now (screen pixels); read only when a runner needs it (a
     # native protocol's cursor_position). None where no guest answers (a runner's unit test).
     pointer: Callable[[], tuple[int, int]] | None = field(default=None, compare=False, repr=False)
@@ -109,6 +112,11 @@ class Runner(ABC):
     needs_accessibility_tree: bool = False
     # The request of the last ``predict`` (for --osworld-keep-model-io); empty for runners without a model.
     last_messages: list[Message] = []  # noqa: RUF012 - replaced per instance, never mutated in place
+
+    def screenshot_size(self, screen: tuple[int, int]) -> tuple[int, int] | None:
+        """The size this runner's model sees the screenshot at, when not the screen's own: the episode
+        asks the guest for the screenshot at that size too (``Observation.scaled``), from the same grab."""
+        return None
 
     @abstractmethod
     def predict(self, observation: Observation) -> Decision:

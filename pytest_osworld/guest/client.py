@@ -30,6 +30,8 @@ for the guest first, and is never sent again after it reached the guest.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -174,6 +176,7 @@ class GuestClient:
         # server ends as soon as it says no. None: wait out the budget.
         self.sandbox_alive = sandbox_alive
         self._dropped = False  # the last request found no guest server; the next one waits for it
+        self._scales = True  # the guest scales screenshots (``screenshots``) until it answers 404
         self._http = httpx.Client(
             base_url=self.base_url,
             timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect),
@@ -310,6 +313,29 @@ class GuestClient:
 
     def screenshot(self) -> bytes:
         return self._idempotent("GET", "/screenshot").content
+
+    def screenshots(self, size: tuple[int, int]) -> tuple[bytes, bytes | None]:
+        """The screen, and the same grab scaled to ``size`` by the guest (both PNG).
+
+        A guest server without the route (OSWorld's own: 404) gives the screen only, and is not asked
+        again: the caller scales it.
+        """
+        if not self._scales:
+            return self.screenshot(), None
+        endpoint = "/screenshot/scaled"
+        response = self._idempotent(
+            "GET", endpoint, params={"width": size[0], "height": size[1]}, accept=lambda r: r.status_code == 404
+        )
+        if response.status_code == 404:
+            self._scales = False
+            return self.screenshot(), None
+        data = self._json(endpoint, response)
+        try:
+            return base64.b64decode(data["screenshot"], validate=True), base64.b64decode(data["scaled"], validate=True)
+        except (TypeError, KeyError, ValueError, binascii.Error):
+            raise GuestRequestError(
+                endpoint, response.status_code, "expected base64 PNGs 'screenshot' and 'scaled'"
+            ) from None
 
     def accessibility(self) -> str | None:
         data = self._json("/accessibility", self._idempotent("GET", "/accessibility"))

@@ -52,7 +52,7 @@ class Claim(Generic[T]):
     """An item handed to one task, and how it was had."""
 
     item: T
-    warm: bool  # a ready item was there when the claim came (it waited for no start)
+    warm: bool  # a ready item was there when the claim came (a replacement for one that failed its check aside)
     rejected: int  # ready items that failed their check first (each destroyed, the next one taken)
     pool_wait_seconds: float  # waited for an item to get ready
     claim_seconds: float  # from the request until handed over, the check included
@@ -120,7 +120,8 @@ class WarmPool(Generic[K, T]):
         failures: list[str] = []
         while True:
             item, was_ready = self._take(key, deadline)
-            warm = was_ready if warm is None else warm and was_ready
+            if warm is None:  # whether one was ready when the claim came, whatever its check found
+                warm = was_ready
             waited = time.monotonic() - begun
             checked = time.monotonic()
             try:

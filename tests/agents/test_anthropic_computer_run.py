@@ -1,5 +1,6 @@
-"""The anthropic-computer runner in one real run: every bundled v1 task against a server that speaks
-Anthropic's Messages API with the computer tool (computer_20251124, zoom declared), plus the failure cases."""
+"""The anthropic-computer runner in one real run: its share of the bundled v1 tasks
+(tests/support/native_runs.py) against a server that speaks Anthropic's Messages API with the computer tool
+(computer_20251124, zoom declared), plus the failure cases."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from tests.support.native_runs import (
     GROUP,
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
+    assert_cases_go_on,
     assert_no_key_anywhere,
-    bundled_keys,
+    assert_overloaded_retried_then_masked,
     native_run,
 )
 
@@ -54,8 +56,7 @@ def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None
     }
     # A solution step of several key presses is one answer of several tool_use blocks, run in order,
     # each recorded with the model's input and its screen coordinates.
-    steps = native.traj("libreoffice_calc/calc-sum-units")
-    several = [s for s in steps if s["step_num"] == 2]
+    several = native.first_step_of_several_actions("libreoffice_calc/calc-sum-units")
     assert [s["action"]["call"]["action"] for s in several] == ["key", "key", "key"]
     assert several[1]["action"]["call"]["text"] == "Down Down Down Down Down"
     # The solution's click at (960, 600) on the screen: the model's point on the 1429x804 screenshot, and
@@ -66,15 +67,17 @@ def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None
 
 
 def test_plain_python_steps_go_through_a_terminal_that_closes_itself(native: NativeRun) -> None:
-    typed = [s["action"]["call"] for s in native.traj("os/os-rename-report") if isinstance(s["action"], dict)]
+    typed = [s["action"]["call"] for s in native.traj("os/os-make-executable") if isinstance(s["action"], dict)]
     assert typed[0] == {"action": "key", "text": "ctrl+alt+t"}
     command = next(c["text"] for c in typed if c["action"] == "type")
-    assert command.startswith(f"python3 - <<'EOF'\n{PYAUTOGUI_PREFIX}\nimport os; os.rename(")
+    assert command.startswith(
+        f"python3 - <<'EOF'\n{PYAUTOGUI_PREFIX}\nimport os, stat; p = '/home/user/Desktop/backup.sh'"
+    )
     assert command.endswith("EOF\nexit\n")
 
 
 def test_a_timed_wait_is_slept_by_the_harness_not_run_in_the_guest(native: NativeRun) -> None:
-    waits = [s for key in bundled_keys() for s in native.traj(key) if _action(s) == "wait"]
+    waits = [s for key in native.keys for s in native.traj(key) if _action(s) == "wait"]
     assert waits, "the scripted model waits for the terminal"
     for step in waits:
         seconds = step["action"]["call"]["duration"]
@@ -83,28 +86,19 @@ def test_a_timed_wait_is_slept_by_the_harness_not_run_in_the_guest(native: Nativ
 
 
 def test_failure_cases_are_recorded_and_the_episode_goes_on(native: NativeRun) -> None:
-    for case, why in (
-        ("nonsense", "coordinate must be [x, y]"),
-        ("unknown", "unknown action 'teleport'"),
-        ("refusal", "the model refused to answer (stop reason refusal)"),
-        ("cut", "the answer was cut off at the token limit (stop reason max_tokens)"),
-    ):
-        record = native.record(f"os/case-{case}")
-        assert (record["score"], record["termination"], record["steps"]) == (1.0, "fail", 2), case
-        first, second = native.traj(f"os/case-{case}")
-        assert why in first["parse_error"] and first["action"] is None, case
-        assert second["action"] == "FAIL"
+    why = {
+        "nonsense": "coordinate must be [x, y]",
+        "unknown": "unknown action 'teleport'",
+        "refusal": "the model refused to answer (stop reason refusal)",
+        "cut": "the answer was cut off at the token limit (stop reason max_tokens)",
+    }
+    assert_cases_go_on(native, why)
     answered = native.notes("case-nonsense")["answers"]
     assert answered == [{"action": "left_click", "error": True, "texts": [answered[0]["texts"][0]], "images": []}]
 
 
 def test_overloaded_answers_are_retried_after_retry_after_then_masked(native: NativeRun) -> None:
-    retried = native.record("os/case-overloaded")
-    assert retried["score"] == 1.0 and native.notes("case-overloaded")["retried_after"] >= 1.0
-    masked = native.record("os/case-overloaded-forever")
-    assert masked["termination"] == "model_error" and masked["masked"] is True and masked["score"] is None
-    assert "529" in masked["message"] and "3 attempt(s)" in masked["message"]
-    assert native.notes("case-overloaded-forever")["overloaded"] == 3
+    assert_overloaded_retried_then_masked(native, 529)
 
 
 def test_screenshot_cursor_position_and_zoom_answer_without_acting(native: NativeRun) -> None:

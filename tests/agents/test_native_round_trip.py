@@ -47,6 +47,7 @@ TARGETS = {
     (1501, 203): (255, 0, 255),
     (250, 900): (0, 255, 255),
 }
+POINTER_REST = (1200, 700)  # far from every target
 # Each runner's frame (the settings that make it) and how its model writes a click at a point.
 Click = Callable[[int, int, Frame], GuiCall]
 RUNNERS: list[tuple[str, dict[str, Any], Click]] = [
@@ -107,6 +108,9 @@ def _show_targets(guest: Guest, client: GuestClient) -> bytes:
     path = "/home/user/Pictures/targets.png"
     upload = guest.http.post("/setup/upload", data={"file_path": path}, files={"file_data": ("t.png", _wallpaper())})
     assert upload.status_code == 200, upload.text
+    # The pointer starts at the screen's centre, on a target, and screenshots show it: move it off them.
+    moved = client.run_pyautogui(f"pyautogui.moveTo({POINTER_REST[0]}, {POINTER_REST[1]})")
+    assert moved.returncode == 0, moved
     deadline = time.monotonic() + 60
     asked = 0.0
     while True:  # the root window shows the wallpaper once feh has drawn it

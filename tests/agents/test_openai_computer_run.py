@@ -1,5 +1,6 @@
-"""The openai-computer runner in one real run: every bundled v1 task against a server that speaks OpenAI's
-Responses API with the computer_use_preview tool (chained by previous_response_id), plus the failure cases."""
+"""The openai-computer runner in one real run: its share of the bundled v1 tasks (tests/support/native_runs.py)
+against a server that speaks OpenAI's Responses API with the computer_use_preview tool (chained by
+previous_response_id), plus the failure cases."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from tests.support.native_runs import (
     GROUP,
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
+    assert_cases_go_on,
     assert_no_key_anywhere,
+    assert_overloaded_retried_then_masked,
     native_run,
 )
 from tests.support.openai_computer_server import OpenAIComputerScript
@@ -52,23 +55,16 @@ def test_a_safety_check_without_permission_ends_the_episode_recorded_as_such(nat
 def test_a_refusal_ends_the_turn_and_the_other_cases_go_on(native: NativeRun) -> None:
     refused = native.record("os/case-refusal")
     assert (refused["score"], refused["termination"]) == (0.0, "done") and "refused" in refused["message"]
-    for case, why in (
-        ("nonsense", "x, y must be [x, y]"),
-        ("unknown", "unknown action 'teleport'"),
-        ("cut", "cut off at the token limit (stop reason max_output_tokens)"),
-    ):
-        record = native.record(f"os/case-{case}")
-        assert (record["score"], record["termination"], record["steps"]) == (1.0, "fail", 2), case
-        first, second = native.traj(f"os/case-{case}")
-        assert why in first["parse_error"] and second["action"] == "FAIL", case
+    why = {
+        "nonsense": "x, y must be [x, y]",
+        "unknown": "unknown action 'teleport'",
+        "cut": "cut off at the token limit (stop reason max_output_tokens)",
+    }
+    assert_cases_go_on(native, why)
 
 
 def test_rate_limits_are_retried_after_retry_after_then_masked(native: NativeRun) -> None:
-    assert native.record("os/case-overloaded")["score"] == 1.0
-    assert native.notes("case-overloaded")["retried_after"] >= 1.0
-    masked = native.record("os/case-overloaded-forever")
-    assert (masked["termination"], masked["masked"], masked["score"]) == ("model_error", True, None)
-    assert "429" in masked["message"] and native.notes("case-overloaded-forever")["overloaded"] == 3
+    assert_overloaded_retried_then_masked(native, 429)
 
 
 def test_a_screenshot_call_answers_without_acting(native: NativeRun) -> None:

@@ -1,5 +1,6 @@
-"""The tool-calling runner in one real run: every bundled v1 task against an OpenAI-compatible chat server that
-calls one computer function (parallel tool calls, terminate), plus the failure cases."""
+"""The tool-calling runner in one real run: its share of the bundled v1 tasks (tests/support/native_runs.py)
+against an OpenAI-compatible chat server that calls one computer function (parallel tool calls, terminate),
+plus the failure cases."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from tests.support.native_runs import (
     GROUP,
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
+    assert_cases_go_on,
     assert_no_key_anywhere,
+    assert_overloaded_retried_then_masked,
     native_run,
 )
 from tests.support.tool_calling_server import ToolCallingScript
@@ -30,30 +33,23 @@ def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None
     assert_bundled_tasks_score_as_with_the_oracle(native)
     assert native.problems == []
     # Parallel tool calls of one answer ran in order, each its own action line of the step.
-    steps = [s for s in native.traj("libreoffice_calc/calc-sum-units") if s["step_num"] == 2]
+    steps = native.first_step_of_several_actions("libreoffice_calc/calc-sum-units")
     assert [s["action"]["call"]["text"] for s in steps] == ["ctrl+Home", "Down Down Down Down Down", "Right"]
     assert native.record("os/os-refresh-rate")["termination"] == "fail"  # terminate with status failure
 
 
 def test_failure_cases_are_recorded_and_the_episode_goes_on(native: NativeRun) -> None:
-    for case, why in (
-        ("nonsense", "the arguments are not valid JSON"),
-        ("unknown", "unknown action 'teleport'"),
-        ("refusal", "the model refused to answer (stop reason stop): I can't help with that."),
-        ("cut", "cut off at the token limit (stop reason length)"),
-    ):
-        record = native.record(f"os/case-{case}")
-        assert (record["score"], record["termination"], record["steps"]) == (1.0, "fail", 2), case
-        first, second = native.traj(f"os/case-{case}")
-        assert why in first["parse_error"] and second["action"] == "FAIL", case
+    why = {
+        "nonsense": "the arguments are not valid JSON",
+        "unknown": "unknown action 'teleport'",
+        "refusal": "the model refused to answer (stop reason stop): I can't help with that.",
+        "cut": "cut off at the token limit (stop reason length)",
+    }
+    assert_cases_go_on(native, why)
 
 
 def test_overloaded_answers_are_retried_after_retry_after_then_masked(native: NativeRun) -> None:
-    assert native.record("os/case-overloaded")["score"] == 1.0
-    assert native.notes("case-overloaded")["retried_after"] >= 1.0
-    masked = native.record("os/case-overloaded-forever")
-    assert (masked["termination"], masked["masked"], masked["score"]) == ("model_error", True, None)
-    assert "503" in masked["message"] and native.notes("case-overloaded-forever")["overloaded"] == 3
+    assert_overloaded_retried_then_masked(native, 503)
 
 
 def test_screenshot_cursor_position_and_zoom_answer_without_acting(native: NativeRun) -> None:

@@ -1,5 +1,6 @@
-"""The uitars runner in one real run: every bundled v1 task against an OpenAI-compatible chat server answering in
-UI-TARS's grammar (absolute coordinates on the smart_resized screenshot), plus the failure cases."""
+"""The uitars runner in one real run: its share of the bundled v1 tasks (tests/support/native_runs.py) against
+an OpenAI-compatible chat server answering in UI-TARS's grammar (absolute coordinates on the smart_resized
+screenshot), plus the failure cases."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from tests.support.native_runs import (
     GROUP,
     NativeRun,
     assert_bundled_tasks_score_as_with_the_oracle,
+    assert_cases_go_on,
     assert_no_key_anywhere,
+    assert_overloaded_retried_then_masked,
     native_run,
 )
 from tests.support.uitars_server import UITarsScript
@@ -40,24 +43,17 @@ def test_every_bundled_task_scores_as_with_the_oracle(native: NativeRun) -> None
 
 
 def test_failure_cases_are_recorded_and_the_episode_goes_on(native: NativeRun) -> None:
-    for case, why in (
-        ("nonsense", "the answer has no 'Action:' line"),
-        ("unknown", "unknown action 'teleport'"),
-        ("refusal", "the model refused to answer (stop reason content_filter)"),
-        ("cut", "cut off at the token limit (stop reason length)"),
-    ):
-        record = native.record(f"os/case-{case}")
-        assert (record["score"], record["termination"], record["steps"]) == (1.0, "fail", 2), case
-        first, second = native.traj(f"os/case-{case}")
-        assert why in first["parse_error"] and second["action"] == "FAIL", case
+    why = {
+        "nonsense": "the answer has no 'Action:' line",
+        "unknown": "unknown action 'teleport'",
+        "refusal": "the model refused to answer (stop reason content_filter)",
+        "cut": "cut off at the token limit (stop reason length)",
+    }
+    assert_cases_go_on(native, why)
 
 
 def test_overloaded_answers_are_retried_after_retry_after_then_masked(native: NativeRun) -> None:
-    assert native.record("os/case-overloaded")["score"] == 1.0
-    assert native.notes("case-overloaded")["retried_after"] >= 1.0
-    masked = native.record("os/case-overloaded-forever")
-    assert (masked["termination"], masked["masked"], masked["score"]) == ("model_error", True, None)
-    assert "529" in masked["message"] and native.notes("case-overloaded-forever")["overloaded"] == 3
+    assert_overloaded_retried_then_masked(native, 529)
 
 
 def test_the_key_never_reaches_a_record_report_or_output(native: NativeRun) -> None:

@@ -70,12 +70,20 @@ class Guest:
         lines = str(result["output"]).splitlines()
         return [line.split(None, 3)[3] if len(line.split(None, 3)) == 4 else "" for line in lines]
 
+    def find_window(self, fragment: str, timeout: float) -> str | None:
+        """The title of a window titled like ``fragment`` once there is one; None after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            title = next((t for t in self.window_titles() if fragment in t), None)
+            if title is not None or time.monotonic() >= deadline:
+                return title
+            time.sleep(0.1)  # poll interval
+
     def wait_for_window(self, fragment: str, timeout: float = 60.0) -> str:
-        return wait_until(
-            lambda: next((t for t in self.window_titles() if fragment in t), None),
-            timeout,
-            f"a window titled like {fragment!r}",
-        )
+        title = self.find_window(fragment, timeout)
+        if title is None:
+            pytest.fail(f"timed out after {timeout:g} s waiting for a window titled like {fragment!r}")
+        return title
 
     def screenshot(self) -> bytes:
         answer = self.http.get("/screenshot")

@@ -25,9 +25,10 @@ SUPERVISED = ("xvfb", "dbus", "openbox", "x11vnc", "guest-server")
 # The supervisor starts a killed process again at once; one that ran less than a second waits a second
 # first (runsv's guard against a loop of failing starts).
 RESTART_DELAY_LIMIT_S = 1.5
-# Back and answering "within a second or two" (0.1-0.9 s measured here on 2 busy cores); the bound
-# leaves room for a loaded machine.
-BACK_LIMIT_S = 5.0
+# Back and answering: within a second or two on a quiet machine (each test prints how long it took); the
+# bound only tells "came back" from "never came back", so a loaded machine (Xvfb after everything was
+# killed at once took over 5 s on a busy CI machine) does not fail it.
+BACK_LIMIT_S = 30.0
 
 
 def as_user(guest: Guest, *command: str) -> tuple[int, str]:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from pytest_osworld.guest import client as guest_client
 from pytest_osworld.guest.client import GuestClient, GuestUnreachable
 from tests.setup_and_evaluation.desktop import Desktop
+from tests.support.loopback import loopback_http
 
 
 @pytest.mark.docker
@@ -100,16 +100,8 @@ class _SlowGuest(BaseHTTPRequestHandler):
 def _slow_guest(alive: bool) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     executes: list[dict[str, Any]] = []
     handler = type("Handler", (_SlowGuest,), {"executes": executes, "alive": alive})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    server.block_on_close = False  # the late /execute answer is not waited for
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", executes
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_http(handler, wait_for_answers=False) as url:  # the late /execute answer is not waited for
+        yield url, executes
 
 
 @pytest.mark.parametrize("alive", [True, False], ids=["guest-alive", "guest-gone"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -151,10 +152,18 @@ def test_a_sandbox_failing_its_check_is_destroyed_and_the_next_taken(
     bad = list(guests.started)
     for sandbox in bad:
         sandbox.guest.made.add(CLAIM_MARK)  # a task had it before (the pool never does that: this is the guard)
-    got = pooled.start(task_key="t")
-    assert isinstance(got, PooledSandbox) and got.inner not in bad
-    assert got.placement.warm is True and got.placement.rejected == 2  # it found two ready, both not good
+    # The replacements' starts are held until both bad ones were turned down: the claim waits for a start.
+    guests.gate = threading.Event()
+    claimed: list[Any] = []
+    claim = threading.Thread(target=lambda: claimed.append(pooled.start(task_key="t")))
+    claim.start()
     eventually(lambda: all(s.stopped for s in bad))
+    guests.gate.set()
+    claim.join(10)
+    (got,) = claimed
+    assert isinstance(got, PooledSandbox) and got.inner not in bad
+    # Two were ready when the claim came (warm), both failed their check and were discarded.
+    assert got.placement.warm is True and got.placement.rejected == 2
 
 
 def test_a_check_tells_screen_down_and_claimed_before() -> None:

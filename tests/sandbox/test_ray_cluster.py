@@ -23,7 +23,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,18 +32,22 @@ import docker
 import httpx
 import pytest
 
-from pytest_osworld.sandbox import LABEL_NODE, LABEL_TASK, Owner, check_pool, end_run, make_provider
+from pytest_osworld.sandbox import LABEL_NODE, Owner, check_pool, end_run, make_provider
 from pytest_osworld.sandbox.ray import connect as ray_connect
 from pytest_osworld.sandbox.ray.provider import RaySandbox
 from pytest_osworld.settings import Settings
 from tests.episode.runs import BUNDLED, Run, run_tasks
 from tests.sandbox import support
 from tests.sandbox.ray_cluster import SLOT, TestCluster, eventually, run_id
+from tests.support.paths import REPO
 
 # One lane (tests/support/xdist_groups.py): the module's tests share one cluster, started once.
 pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("ray")]
 
-TASKS = len(BUNDLED.read_text().splitlines())
+# Every bundled v1 task a Ray node can run: all but those that need the shared services, which run on
+# the pytest machine's engine (docs/scaling.md, "Not on Ray").
+APPS = REPO / "tasks" / "apps.jsonl"
+TASKS = len(BUNDLED.read_text().splitlines()) + len(APPS.read_text().splitlines())
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +80,8 @@ def stand_in_settings(cluster: TestCluster, image: str, **extra: Any) -> Setting
 def test_the_oracle_passes_every_bundled_task_on_three_nodes(
     pytester: pytest.Pytester, cluster: TestCluster, engine: docker.DockerClient
 ) -> None:
-    run = run_tasks(pytester, BUNDLED, *ray_options(cluster, "--osworld-agent", "oracle", "--osworld-warm-pool", "1"))
+    oracle = ray_options(cluster, "--osworld-agent", "oracle", "--osworld-warm-pool", "1")
+    run = run_tasks(pytester, BUNDLED, str(APPS), *oracle)
     output = run.result.stdout.str()
     run.result.assert_outcomes(passed=TASKS)
     assert support.run_containers(engine, run.run_id) == []
@@ -111,42 +115,59 @@ def test_the_oracle_passes_every_bundled_task_on_three_nodes(
 
 
 class NodeKiller(threading.Thread):
-    """Waits until a sandbox of run ``run_name`` on ``node`` answers its guest (a task has it), then kills the node."""
+    """Waits until a task of the run holds a sandbox on ``node`` (its episode has begun), then kills the node.
 
-    def __init__(self, cluster: TestCluster, node: Any, run_name: str) -> None:
+    A plugin of the inner run (:data:`HANDED_OVER`) writes one file per task whose test has its sandbox,
+    holding the sandbox's node id: a sandbox merely started on the node may still be handed to another
+    node's start when the node dies first (the provider tries the placement again), which is no loss.
+    """
+
+    def __init__(self, cluster: TestCluster, node: Any, handed_over: Path) -> None:
         super().__init__(daemon=True)
-        self.cluster, self.node, self.run_name = cluster, node, run_name
+        self.cluster, self.node, self.handed_over = cluster, node, handed_over
         self.task: str | None = None
         self.error: BaseException | None = None
         self.killed = threading.Event()
 
     def run(self) -> None:
         try:
-            self.task = eventually(self._a_task_on_the_node, timeout=600, what="a sandbox on the node to lose")
+            self.task = eventually(self._a_task_on_the_node, timeout=600, what="a task holding a sandbox on the node")
             self.cluster.remove_node(self.node)
             self.killed.set()
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.error = exc
 
     def _a_task_on_the_node(self) -> str | None:
-        with contextlib.closing(docker.from_env()) as client:
-            labels = [f"io.pytest-osworld.run-id={self.run_name}", f"{LABEL_NODE}={self.node.node_id}"]
-            for container in client.containers.list(filters={"label": labels}):
-                port = (container.ports.get("5000/tcp") or [{}])[0].get("HostPort")
-                if not port:
-                    continue
-                try:
-                    answered = httpx.get(f"http://127.0.0.1:{port}/platform", timeout=2, trust_env=False)
-                except httpx.HTTPError:
-                    continue
-                if answered.status_code == 200:
-                    time.sleep(0.5)  # the agent hands it over in milliseconds: the task has it now
-                    return str(container.labels[LABEL_TASK])
+        for marker in sorted(self.handed_over.glob("*.json")) if self.handed_over.is_dir() else []:
+            held = json.loads(marker.read_text() or "{}")  # written whole (a rename): never partial
+            if held.get("node_id") == self.node.node_id:
+                return str(held["task"])
         return None
+
+
+# A plugin of the inner run (``-p handed_over``): when a task's test is called, its sandbox is its own;
+# it says on which node.
+HANDED_OVER = """
+import json, os, pathlib
+
+def pytest_runtest_call(item):
+    sandbox = item.funcargs.get("osworld_sandbox")
+    node_id = getattr(sandbox, "node_id", None)
+    if node_id is None:
+        return
+    folder = pathlib.Path({folder!r})
+    folder.mkdir(exist_ok=True)
+    name = item.run_key.replace("/", "__")
+    (folder / (name + ".tmp")).write_text(json.dumps({{"task": item.run_key, "node_id": node_id}}))
+    os.replace(folder / (name + ".tmp"), folder / (name + ".json"))
+"""
 
 
 # The os and Calc tasks: the point is a node lost under running tasks, not every task.
 LOST_NODE_TASKS = ("-k", "os- or calc-")
+# The lost-node run holds each sandbox this long after setup (a fixed wait, as OSWorld's): an os task is
+# over in seconds, and the node must be gone while its task still runs, however long removing it takes.
+HOLD = ("--osworld-start-settle", "15")
 
 
 @contextlib.contextmanager
@@ -175,12 +196,17 @@ def test_a_node_lost_mid_run_masks_its_task_naming_it_and_a_resume_passes_it(
 ) -> None:
     victim = cluster.add_node()  # the three nodes stay for the other tests
     name = run_id("lost-node")
-    killer = NodeKiller(cluster, victim, name)
+    handed_over = pytester.path / "handed-over"
+    pytester.makepyfile(handed_over=HANDED_OVER.format(folder=str(handed_over)))
+    killer = NodeKiller(cluster, victim, handed_over)
     # Only the head's two slots and the victim's two are free: three workers always have a task on the victim.
     with slots_held(cluster, cluster.workers):
         killer.start()
         run = run_tasks(
-            pytester, BUNDLED, *ray_options(cluster, "--osworld-agent", "oracle", *LOST_NODE_TASKS), run_id=name
+            pytester,
+            BUNDLED,
+            *ray_options(cluster, "-p", "handed_over", "--osworld-agent", "oracle", *HOLD, *LOST_NODE_TASKS),
+            run_id=name,
         )
         killer.join(10)
     assert killer.error is None and killer.killed.is_set(), killer.error

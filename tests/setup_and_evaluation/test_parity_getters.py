@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +31,7 @@ from pytest_osworld.tasks.model import Task
 from tests.setup_and_evaluation.desktop import Desktop, FileServer, bridge_gateway, desktop, file_server
 from tests.setup_and_evaluation.fixtures import make_context
 from tests.setup_and_evaluation.test_setup_steps import steps
+from tests.support.loopback import loopback_http
 from tests.support.taskfactory import task as make_task
 
 MISSING_PROGRAM = ["no-such-program-for-parity"]
@@ -123,14 +123,8 @@ def erring_guest(answers: dict[str, int]) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_http(Handler) as url:
+        yield url
 
 
 def erring_context(url: str, tmp: Path) -> TaskContext:

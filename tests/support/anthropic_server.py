@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from PIL import Image
@@ -56,6 +57,22 @@ def display_size(width: int, height: int) -> tuple[int, int]:
     """The screenshot size Anthropic's documented image limits leave (long edge 1568, about 1.15 MP)."""
     scale = min(1.0, 1568 / max(width, height), math.sqrt(1_150_000 / (width * height)))
     return int(width * scale), int(height * scale)
+
+
+def computer_action(step: Any, model_point: Callable[[int, int], tuple[int, int]]) -> dict[str, Any] | None:
+    """The computer tool's input for a plan's GUI step (the tool-calling function takes the same actions);
+    None for a step of another kind. ``model_point`` maps a screen point into the model's frame."""
+    if isinstance(step, Keys):
+        return {"action": "key", "text": xdotool_keys(step.chords)}
+    if isinstance(step, OpenTerminal):
+        return {"action": "key", "text": "ctrl+alt+t"}
+    if isinstance(step, Write):
+        return {"action": "type", "text": step.text}
+    if isinstance(step, Click):
+        return {"action": "left_click", "coordinate": list(model_point(step.x, step.y))}
+    if isinstance(step, Pause):
+        return {"action": "wait", "duration": step.seconds}
+    return None
 
 
 def xdotool_keys(chords: tuple[tuple[str, ...], ...]) -> str:
@@ -200,16 +217,9 @@ class AnthropicScript(ScriptedModel):
         return Json(body)
 
     def _inputs(self, step: Any) -> list[dict[str, Any]]:
-        if isinstance(step, Keys):
-            return [{"action": "key", "text": xdotool_keys(step.chords)}]
-        if isinstance(step, OpenTerminal):
-            return [{"action": "key", "text": "ctrl+alt+t"}]
-        if isinstance(step, Write):
-            return [{"action": "type", "text": step.text}]
-        if isinstance(step, Click):
-            return [{"action": "left_click", "coordinate": list(self._model_point(step.x, step.y))}]
-        if isinstance(step, Pause):
-            return [{"action": "wait", "duration": step.seconds}]
+        gui = computer_action(step, self._model_point)
+        if gui is not None:
+            return [gui]
         if isinstance(step, Look):
             looks: list[dict[str, Any]] = [{"action": "screenshot"}, {"action": "cursor_position"}]
             if self.version == "computer_20251124":

@@ -16,20 +16,15 @@ from typing import Any
 
 from PIL import Image
 
-from tests.support.anthropic_server import xdotool_keys
+from tests.support.anthropic_server import computer_action
 from tests.support.model_server import Behaviour, Json, RecordedRequest, Status
 from tests.support.native_model import Invalid, ScriptedModel, decode_image
 from tests.support.native_script import (
-    Click,
     Conversation,
     Fault,
     Finish,
-    Keys,
     Look,
-    OpenTerminal,
-    Pause,
     Turn,
-    Write,
 )
 
 ACTIONS = {
@@ -184,16 +179,9 @@ class ToolCallingScript(ScriptedModel):
         return Json(body)
 
     def _arguments(self, step: Any) -> list[dict[str, Any] | str]:
-        if isinstance(step, Keys):
-            return [{"action": "key", "text": xdotool_keys(step.chords)}]
-        if isinstance(step, OpenTerminal):
-            return [{"action": "key", "text": "ctrl+alt+t"}]
-        if isinstance(step, Write):
-            return [{"action": "type", "text": step.text}]
-        if isinstance(step, Click):
-            return [{"action": "left_click", "coordinate": list(self.model_point(step.x, step.y))}]
-        if isinstance(step, Pause):
-            return [{"action": "wait", "duration": step.seconds}]
+        gui = computer_action(step, self.model_point)
+        if gui is not None:
+            return [gui]
         if isinstance(step, Finish):
             return [{"action": "terminate", "status": "success" if step.feasible else "failure"}]
         if isinstance(step, Look):

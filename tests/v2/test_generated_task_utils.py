@@ -11,10 +11,9 @@ import json
 import shlex
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -43,6 +42,7 @@ from pytest_osworld.v2.runtime.evaluation_examples.task_class.generated_task_uti
 )
 from pytest_osworld.v2.runtime.loader import ApiMode, load_task
 from tests.episode.runs import run_tasks
+from tests.support.loopback import loopback_http
 
 # --- aggregate_scores and call_metric -----------------------------------------------------------
 
@@ -144,14 +144,8 @@ class _GuestHandler(BaseHTTPRequestHandler):
 def guest() -> Iterator[tuple[str, _Guest]]:
     state = _Guest(files={"/home/user/answer.txt": b"hello\n"})
     _GuestHandler.guest = state
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _GuestHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", state
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_http(_GuestHandler) as url:
+        yield url, state
 
 
 def _env(url: str, tmp_path: Path) -> TaskEnv:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -33,6 +32,7 @@ from pytest_osworld.v2.runtime.loader import (
     module_name,
 )
 from pytest_osworld.v2.runtime.state import RuntimeUnavailable, TaskRuntime, active
+from tests.support.loopback import loopback_http
 from tests.support.model_server import ModelServer, Reply, Status
 
 # --- BaseTask -----------------------------------------------------------------------------------
@@ -334,14 +334,8 @@ class _StateServer(BaseHTTPRequestHandler):
 @pytest.fixture
 def state_server() -> Iterator[str]:
     _StateServer.states = {}
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _StateServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_http(_StateServer) as url:
+        yield url
 
 
 def test_website_helpers_use_the_tasks_service_and_its_cookie(state_server: str, tmp_path: Path) -> None:

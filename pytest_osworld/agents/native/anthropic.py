@@ -22,7 +22,7 @@ from pytest_osworld.agents.coordinates import Frame
 from pytest_osworld.agents.native import prompts
 from pytest_osworld.agents.native.actions import ActionError
 from pytest_osworld.agents.native.computer_tool import parse_computer_input
-from pytest_osworld.agents.native.images import anthropic_size, fit_size, resize_png
+from pytest_osworld.agents.native.images import anthropic_size, screenshot_at
 from pytest_osworld.agents.native.loop import CallAnswer, Conversation, ModelTurn, NativeRunner, ToolCall, View, obj
 from pytest_osworld.models.anthropic_client import DEFAULT_MAX_TOKENS
 from pytest_osworld.models.base import ModelApi, ModelError
@@ -46,15 +46,16 @@ class AnthropicComputerRunner(NativeRunner):
         self.conversation = Conversation()
         self._last: tuple[bytes, bytes, tuple[int, int]] = (b"", b"", (0, 0))  # screenshot, scaled, size
 
-    def view(self, observation: Observation) -> View:
-        width, height = observation.screen_size
+    def image_size(self, screen: tuple[int, int]) -> tuple[int, int]:
         if self.settings.screenshot_max_width or self.settings.screenshot_max_height:
-            size = fit_size(width, height, self.settings.screenshot_max_width, self.settings.screenshot_max_height)
-        else:
-            size = anthropic_size(width, height)
+            return super().image_size(screen)
+        return anthropic_size(*screen)
+
+    def view(self, observation: Observation) -> View:
+        size = self.image_size(observation.screen_size)
         if observation.screenshot != self._last[0] or size != self._last[2]:  # a still screen is scaled once
-            self._last = (observation.screenshot, resize_png(observation.screenshot, size), size)
-        return View(observation, self._last[1], Frame(screen=(width, height), image=size))
+            self._last = (observation.screenshot, screenshot_at(observation, size), size)
+        return View(observation, self._last[1], Frame(screen=observation.screen_size, image=size))
 
     def tool(self, frame: Frame) -> dict[str, Any]:
         tool: dict[str, Any] = {

@@ -17,6 +17,7 @@ import math
 
 from PIL import Image
 
+from pytest_osworld.agents.base import Observation
 from pytest_osworld.agents.native.actions import ActionError
 
 ANTHROPIC_LONG_EDGE = 1568
@@ -64,6 +65,16 @@ def resize_png(png: bytes, size: tuple[int, int]) -> bytes:
         # Bilinear with PIL's scaled support is antialiased when shrinking, at half Lanczos's time.
         resized = image.convert("RGB").resize(size, Image.Resampling.BILINEAR)
     return encode_png(resized)
+
+
+def screenshot_at(observation: Observation, size: tuple[int, int]) -> bytes:
+    """The observation's screenshot at ``size``: the guest's scaling of the same grab when it made one
+    at that size, else scaled here."""
+    if observation.scaled is not None and observation.scaled[0] == size:
+        return observation.scaled[1]
+    if observation.screen_size == size:
+        return observation.screenshot
+    return resize_png(observation.screenshot, size)
 
 
 def encode_png(image: Image.Image) -> bytes:

@@ -31,9 +31,9 @@ from typing import Any, ClassVar, Literal
 from pytest_osworld.agents.base import Action, Decision, Observation, Runner, RunnerContext
 from pytest_osworld.agents.coordinates import Frame
 from pytest_osworld.agents.native.actions import ActionError, GuiCall, screen_points, to_code
-from pytest_osworld.agents.native.images import zoom_png
+from pytest_osworld.agents.native.images import fit_size, zoom_png
 from pytest_osworld.errors import OsworldError
-from pytest_osworld.models.base import ModelApi, ModelConfigError, Sampling
+from pytest_osworld.models.base import ModelApi, ModelConfigError, ModelError, Sampling
 from pytest_osworld.models.messages import Image, Message, Part, Text
 from pytest_osworld.models.transport import HttpModelClient, JsonReply
 from pytest_osworld.results.record import Usage
@@ -131,6 +131,15 @@ class NativeRunner(Runner):
         self._sent: list[_Owed] = []  # what the last exchange answered (restored when its turn is dropped)
 
     # --- the protocol ----------------------------------------------------------------------------
+
+    def image_size(self, screen: tuple[int, int]) -> tuple[int, int]:
+        """The size of the screenshot this protocol's model gets: the screen's, or within
+        ``--osworld-screenshot-max-*``."""
+        return fit_size(*screen, self.settings.screenshot_max_width, self.settings.screenshot_max_height)
+
+    def screenshot_size(self, screen: tuple[int, int]) -> tuple[int, int] | None:
+        size = self.image_size(screen)
+        return None if size == screen else size
 
     @abstractmethod
     def view(self, observation: Observation) -> View:
@@ -340,6 +349,16 @@ def obj(value: Any) -> dict[str, Any]:
 def items_of(value: Any) -> list[Any]:
     """``value`` when it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
+
+
+def chat_choice(client: HttpModelClient, data: dict[str, Any]) -> tuple[dict[str, Any], Any, str]:
+    """A chat completion's first choice: its message, its ``finish_reason`` and its text content."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelError(client.redact(f"the model endpoint's answer has no choices: {json.dumps(data)[:300]}"))
+    message = obj(choices[0].get("message"))
+    content = message.get("content")
+    return message, choices[0].get("finish_reason"), content if isinstance(content, str) else ""
 
 
 def data_url(png: bytes) -> str:

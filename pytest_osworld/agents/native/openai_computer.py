@@ -22,7 +22,7 @@ from pytest_osworld.agents.base import Observation, RunnerContext
 from pytest_osworld.agents.coordinates import Frame
 from pytest_osworld.agents.native import prompts
 from pytest_osworld.agents.native.actions import ActionError, GuiCall, check_point
-from pytest_osworld.agents.native.images import fit_size, resize_png
+from pytest_osworld.agents.native.images import screenshot_at
 from pytest_osworld.agents.native.keys import cua_chord
 from pytest_osworld.agents.native.loop import CallAnswer, ModelTurn, NativeRunner, ToolCall, View, data_url, obj
 from pytest_osworld.models.base import ModelApi, ModelError
@@ -51,10 +51,8 @@ class OpenAIComputerRunner(NativeRunner):
         self._before: tuple[str | None, int] = (None, 0)
 
     def view(self, observation: Observation) -> View:
-        width, height = observation.screen_size
-        size = fit_size(width, height, self.settings.screenshot_max_width, self.settings.screenshot_max_height)
-        image = resize_png(observation.screenshot, size)
-        return View(observation, image, Frame(screen=(width, height), image=size))
+        size = self.image_size(observation.screen_size)
+        return View(observation, screenshot_at(observation, size), Frame(screen=observation.screen_size, image=size))
 
     def tool(self, frame: Frame) -> dict[str, Any]:
         return {

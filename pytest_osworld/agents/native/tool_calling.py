@@ -22,7 +22,7 @@ from pytest_osworld.agents.coordinates import Frame
 from pytest_osworld.agents.native import prompts
 from pytest_osworld.agents.native.actions import ActionError
 from pytest_osworld.agents.native.computer_tool import ACTIONS_20250124, parse_computer_input
-from pytest_osworld.agents.native.images import fit_size, resize_png
+from pytest_osworld.agents.native.images import screenshot_at
 from pytest_osworld.agents.native.loop import (
     INFEASIBLE_PHRASE,
     CallAnswer,
@@ -31,11 +31,12 @@ from pytest_osworld.agents.native.loop import (
     NativeRunner,
     ToolCall,
     View,
+    chat_choice,
     data_url,
     items_of,
     obj,
 )
-from pytest_osworld.models.base import ModelApi, ModelError
+from pytest_osworld.models.base import ModelApi
 from pytest_osworld.models.transport import JsonReply, token_count
 
 FUNCTION = "computer"
@@ -87,11 +88,9 @@ class ToolCallingRunner(NativeRunner):
         self.function = function_schema(ctx.asks_user)
 
     def view(self, observation: Observation) -> View:
-        width, height = observation.screen_size
-        size = fit_size(width, height, self.settings.screenshot_max_width, self.settings.screenshot_max_height)
-        image = resize_png(observation.screenshot, size)
-        frame = Frame(screen=(width, height), image=size, relative=self.settings.relative_coordinates)
-        return View(observation, image, frame)
+        size = self.image_size(observation.screen_size)
+        frame = Frame(screen=observation.screen_size, image=size, relative=self.settings.relative_coordinates)
+        return View(observation, screenshot_at(observation, size), frame)
 
     def exchange(self, view: View, answers: list[CallAnswer]) -> ModelTurn:
         items = self.conversation.items
@@ -140,15 +139,7 @@ class ToolCallingRunner(NativeRunner):
 
     def _read(self, reply: JsonReply, frame: Frame) -> tuple[ModelTurn, dict[str, Any]]:
         data = reply.data
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ModelError(
-                self.client.redact(f"the model endpoint's answer has no choices: {json.dumps(data)[:300]}")
-            )
-        message = obj(choices[0].get("message"))
-        finish = choices[0].get("finish_reason")
-        content = message.get("content")
-        text = content if isinstance(content, str) else ""
+        message, finish, text = chat_choice(self.client, data)
         raw_calls = items_of(message.get("tool_calls"))
         calls = [self._call(c, frame) for c in raw_calls]
         refused = message.get("refusal") or finish == "content_filter"

@@ -11,7 +11,6 @@ screenshots of the last ``history_images`` of them, and the screen now.
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 
 from pytest_osworld.agents.base import Observation, RunnerContext
@@ -27,11 +26,12 @@ from pytest_osworld.agents.native.loop import (
     NativeRunner,
     ToolCall,
     View,
+    chat_choice,
     data_url,
     obj,
 )
 from pytest_osworld.agents.native.uitars_grammar import content_of, parse_call, split_answer
-from pytest_osworld.models.base import ModelApi, ModelError
+from pytest_osworld.models.base import ModelApi
 from pytest_osworld.models.transport import JsonReply, token_count
 
 SYSTEM = "You are a helpful assistant."
@@ -45,6 +45,9 @@ class UITarsRunner(NativeRunner):
         super().__init__(ctx)
         self.relative = ctx.settings.uitars_coordinates == "relative"
         self.past: list[tuple[bytes, str]] = []  # (screenshot sent, answer) of each kept turn
+
+    def image_size(self, screen: tuple[int, int]) -> tuple[int, int]:
+        return screen  # sent as taken: the model's own processor resizes it (the frame is that size)
 
     def view(self, observation: Observation) -> View:
         width, height = observation.screen_size
@@ -88,15 +91,7 @@ class UITarsRunner(NativeRunner):
 
     def _read(self, reply: JsonReply, frame: Frame) -> tuple[ModelTurn, str]:
         data = reply.data
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ModelError(
-                self.client.redact(f"the model endpoint's answer has no choices: {json.dumps(data)[:300]}")
-            )
-        message = obj(choices[0].get("message"))
-        finish = choices[0].get("finish_reason")
-        content = message.get("content")
-        text = content if isinstance(content, str) else ""
+        message, finish, text = chat_choice(self.client, data)
         stop = (
             "cut"
             if finish == "length"

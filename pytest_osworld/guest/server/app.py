@@ -8,6 +8,7 @@ and nothing ever answers with a traceback.
 
 from __future__ import annotations
 
+import base64
 import logging
 import mimetypes
 import os
@@ -65,6 +66,17 @@ def execute_timeout() -> float:
     return value if value > 0 else DEFAULT_EXECUTE_TIMEOUT_S
 
 
+def _int_arg(name: str) -> int:
+    """A whole-number query argument (``?name=...``)."""
+    raw = request.args.get(name)
+    if raw is None:
+        raise ApiError(400, f"missing query argument {name!r}")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApiError(400, f"query argument {name!r} must be a whole number, got {raw[:40]!r}") from None
+
+
 def create_app() -> Flask:
     app: _App = Flask("guest_server")
     app.config["MAX_CONTENT_LENGTH"] = None  # uploads of large task files are normal
@@ -88,6 +100,13 @@ def create_app() -> Flask:
     @app.get("/screenshot")
     def screenshot() -> Response:
         return Response(display.screenshot_png(), mimetype="image/png")
+
+    @app.get("/screenshot/scaled")
+    def screenshot_scaled() -> Response:
+        """The screen and, from the same grab, the screen at ``?width=&height=`` (both PNG, base64)."""
+        size = (_int_arg("width"), _int_arg("height"))
+        full, scaled = display.screenshots_png(size)
+        return jsonify({"screenshot": base64.b64encode(full).decode(), "scaled": base64.b64encode(scaled).decode()})
 
     @app.get("/accessibility")
     def accessibility_tree() -> Response:

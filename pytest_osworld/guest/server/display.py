@@ -24,6 +24,7 @@ from Xlib import error as xerror
 from .fields import ApiError
 
 PNG_COMPRESS_LEVEL = 1
+MAX_SCALED_SIDE = 8192  # a scaled screenshot's sides: no request makes the guest allocate more
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,23 @@ def _pointer() -> Pointer:
 
 def screenshot_png() -> bytes:
     """The whole screen as PNG, with the pointer drawn where it is."""
+    return encode_png(_screen())
+
+
+def screenshots_png(size: tuple[int, int]) -> tuple[bytes, bytes]:
+    """The whole screen as PNG and, from the same grab, scaled to ``size``: a runner whose model sees a
+    smaller screenshot gets it without scaling on the machine that runs every episode's runner."""
+    if not (0 < size[0] <= MAX_SCALED_SIDE and 0 < size[1] <= MAX_SCALED_SIDE):
+        raise ApiError(400, f"a scaled screenshot is 1 to {MAX_SCALED_SIDE} pixels a side, not {size[0]}x{size[1]}")
+    screen = _screen()
+    full = encode_png(screen)
+    if screen.size == size:
+        return full, full
+    return full, encode_png(screen.resize(size, Image.Resampling.BILINEAR))
+
+
+def _screen() -> Image.Image:
+    """The screen as RGB, with the pointer drawn where it is."""
     try:
         screen = ImageGrab.grab(xdisplay=display_name())
     except OSError as exc:
@@ -168,7 +186,7 @@ def screenshot_png() -> bytes:
             (pointer.x - pointer.hot_x, pointer.y - pointer.hot_y),
             pointer.image,
         )
-    return encode_png(screen)
+    return screen
 
 
 def encode_png(image: Image.Image) -> bytes:
