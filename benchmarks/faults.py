@@ -1,8 +1,9 @@
 """The fault matrix, N times: every fault a long run meets, each at a moment drawn from a printed seed.
 
-Each round runs every fault once (seed = the first seed + the round), each as a real run of the quick
-bundled tasks at -n 2 (tests/support/faults/scenario.py), resumed when it left tasks without a record,
-and checked (tests/support/faults/check.py). Prints one line per scenario as it ends, then a table:
+Each round runs every fault once (seed = the first seed + the round) in real runs of the quick bundled
+tasks at -n 2 (tests/support/faults/scenario.py): the faults that hit one task share one run, each on a
+task of its own dealt from the seed; each fault that hits the whole run has a run of its own. A run that
+left tasks without a record is resumed; everything is checked (tests/support/faults/check.py). Prints one line per scenario as it ends, then a table:
 fault, runs, tasks, records complete, masks by reason, resumes needed, leftovers, corrupt files, and
 the problems found; the last line gives the totals (the target: 100% accounted, 0 leftovers, 0 corrupt).
 
@@ -30,13 +31,13 @@ import docker
 
 from tests.support.faults.engine import own_engine
 from tests.support.faults.kinds import FAULTS
-from tests.support.faults.scenario import Outcome, run_scenario
+from tests.support.faults.scenario import Outcome, run_plan
 
 
 def table(outcomes: list[Outcome]) -> list[str]:
     by_fault: dict[str, list[Outcome]] = defaultdict(list)
-    for outcome in outcomes:
-        by_fault[outcome.fault].append(outcome)
+    for outcome in outcomes:  # the faults that shared a run are one row
+        by_fault[outcome.fault if len(outcome.plan) == 1 else f"one task each ({len(outcome.plan)})"].append(outcome)
     head = f"{'fault':<20} {'runs':>4} {'tasks':>5} {'records complete':>17} {'resumes':>7} {'leftovers':>9} {'corrupt':>7} {'problems':>8}  masks by reason"
     lines = [head, "-" * len(head)]
     for fault, group in by_fault.items():
@@ -90,23 +91,28 @@ def main() -> int:
             _, copied = engine.ensure_desktop_image(docker.from_env())
             image = f"copied in {copied:.0f} s" if copied else "found by its id"
             print(f"own engine at {engine.url}; desktop image {image}", flush=True)
+        per_task = [n for n in names if FAULTS[n].per_task]
+        plans = [[n] for n in names if not FAULTS[n].per_task]
+        plans = ([per_task] if per_task else []) + plans
         for round_ in range(args.runs):
             seed = args.seed + round_
-            for name in names:
-                workdir = root / f"{name}-{seed}"
+            for plan in plans:
+                workdir = root / f"{'+'.join(plan)}-{seed}"
                 workdir.mkdir(parents=True, exist_ok=True)
                 began = time.monotonic()
-                outcome = run_scenario(name, seed, workdir, own_engine=engine, say=lambda _line: None)
+                outcome = run_plan(
+                    [(n, seed) for n in plan], workdir, own_engine=engine, say=lambda _line: None, spread=True
+                )
                 outcomes.append(outcome)
                 seconds = [f"{s.name} {s.seconds:.0f} s" for s in outcome.sessions]
                 status = "ok" if not outcome.problems else f"{len(outcome.problems)} PROBLEM(S)"
                 print(
-                    f"{name:<20} seed {seed:>3}: {outcome.moments[0]}; {'; '.join(outcome.injected)}; "
-                    f"{', '.join(seconds)} ({time.monotonic() - began:.0f} s): {status}",
-                    flush=True,
+                    f"seed {seed:>3}: {len(plan)} fault(s), {', '.join(seconds)} ({time.monotonic() - began:.0f} s): {status}"
                 )
+                for name, moment, injected in zip(plan, outcome.moments, outcome.injected):
+                    print(f"    {name:<20} {moment}; {injected}")
                 for problem in outcome.problems:
-                    print(f"    {problem}", flush=True)
+                    print(f"    PROBLEM {problem}", flush=True)
     print()
     for line in table(outcomes):
         print(line)

@@ -10,8 +10,9 @@ Here that item becomes:
 - an error at teardown when the record was written before the worker died: the record stands (the
   episode ended, and was scored or masked), and the crash is still an error of the run.
 
-The controller knows when each item started (``pytest_runtest_logstart``), which tells a record of
-this attempt from one an earlier session left. The worker's sandbox is removed by the controller's
+A session runs each task once, so a record finished after this session began is this attempt's, and
+one finished before it an earlier session's (a resume). The item's start as the controller hears of it
+cannot tell them apart: a quick episode may be recorded before its start reaches the controller. The worker's sandbox is removed by the controller's
 sweep at the end of the session (plugin/sandbox.py).
 """
 
@@ -53,7 +54,8 @@ class WorkerCrashes:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self._started: dict[str, float] = {}  # node id -> when its worker began it (time.time())
+        self._session_began = time.time()  # before any worker starts
+        self._started: dict[str, float] = {}  # node id -> when the controller heard it began (time.time())
         self._reported: set[str] = set()  # node ids whose outcome a worker sent
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
@@ -76,7 +78,7 @@ class WorkerCrashes:
         started = self._started.get(crashitem, time.time())
         store = RunStore(run.run_dir)
         record = _record(store, key)
-        if record is not None and _finished(record) >= started:  # this attempt's: the episode had ended
+        if record is not None and _finished(record) >= self._session_began:  # this attempt's: it had ended
             report.when = "teardown"  # shown as an error after the task's outcome
             report.longrepr = (
                 f"worker {worker} died after {key} was recorded ({record.termination.value}); the record stands"

@@ -156,6 +156,9 @@ class RunStore:
         path = self.path_of(key)
         if not path.is_dir() or not any(path.iterdir()):
             return None
+        # Its writer is gone (an earlier session, or a worker that died): a write it left half-done (a
+        # run killed while it wrote) is cleared, so what is kept of it parses.
+        self.discard_unfinished(key)
         k = TaskKey.parse(key)
         parent = self.run_dir / SUPERSEDED / k.domain / k.folder
         parent.mkdir(parents=True, exist_ok=True)

@@ -69,3 +69,17 @@ def test_what_a_dead_writer_left_half_done_is_discarded(tmp_path: Path) -> None:
     assert store.discard_unfinished("os/never-ran") == []
     store.write_result(TaskResult(run_id="r", task_id="t1", domain="os", termination=Termination.WORKER_LOST))
     assert store.load_results()["os/t1"].masked
+
+
+def test_an_attempt_set_aside_by_a_resume_keeps_no_half_written_file(tmp_path: Path) -> None:
+    # The fault matrix's sigkill seed 2: the run killed while a record's files were written left a
+    # temporary file, which the resume set aside under _superseded as it was.
+    store = RunStore(tmp_path)
+    folder = store.task_dir("os/t1")
+    (folder / "traj.jsonl").write_text('{"step_num": 1}\n{"step_num": 2, "acti')
+    (folder / ".result.txt.wbnazk59.tmp").write_text("1.")
+    kept = store.begin("os/t1")
+    assert kept is not None and kept.parent.parent.parent.name == "_superseded"
+    assert sorted(p.name for p in kept.iterdir()) == ["traj.jsonl"]
+    assert (kept / "traj.jsonl").read_text() == '{"step_num": 1}\n'
+    assert not folder.exists() or not any(folder.iterdir())

@@ -195,6 +195,13 @@ class OwnEngine:
             self.process.wait(timeout=30)
         self.process = None
 
+    def down(self) -> None:
+        """Stop the engine (its containers stop with it); :meth:`up` starts it again."""
+        self._halt()
+
+    def up(self) -> None:
+        self._launch()
+
     def restart(self) -> tuple[float, float]:
         """Stop the engine (its containers stop with it: no live restore) and start it again; returns
         when it went down and when it answered again (``time.time()``)."""

@@ -280,7 +280,9 @@ class DiskFull(Fault):
         injection.landed, injection.detail = True, f"filled {injection.disk.path}"
         full_for = injection.moment.extra["full_for"]
         if isinstance(full_for, float):
-            threading.Timer(full_for, injection.disk.free).start()
+            freeing = threading.Timer(full_for, injection.disk.free)
+            freeing.daemon = True  # never keeps the matrix's process alive past its run
+            freeing.start()
 
     def judge(self, key: str, record: Record | None, injection: Injection) -> str | None:
         if record is not None and record["masked"]:

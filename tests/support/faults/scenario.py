@@ -31,7 +31,7 @@ from tests.support.faults import check, verdict
 from tests.support.faults.agent import ScriptedAgent
 from tests.support.faults.disk import Disk, small_disk
 from tests.support.faults.engine import OwnEngine
-from tests.support.faults.kinds import ANCHORS, FAULTS, MODEL_RETRIES, Injection
+from tests.support.faults.kinds import ANCHORS, FAULTS, MODEL_RETRIES, Fault, Injection
 from tests.support.faults.timeline import EngineWatcher, RecordWatcher, Timeline, Watcher
 from tests.support.faults.verdict import Session, Strike
 from tests.support.model_server import ModelServer
@@ -103,12 +103,16 @@ def run_plan(
     *,
     own_engine: OwnEngine | None = None,
     say: Callable[[str], None] = print,
+    spread: bool = False,
 ) -> Outcome:
+    """``spread``: each fault hits a task of its own, dealt from the seeds (else each fault's seed draws
+    its task too, and two that draw one task are refused)."""
     faults = [FAULTS[name] for name, _ in plan]
     if len(plan) > 1 and not all(f.per_task for f in faults):
         raise ValueError("only faults that hit one task each can share a run")
     tasks = scenario_tasks(any(f.service for f in faults))
-    moments = [f.draw(random.Random(f"{name}/{seed}"), sorted(tasks)) for f, (name, seed) in zip(faults, plan)]
+    victims = _dealt(faults, plan, sorted(tasks)) if spread else [sorted(tasks)] * len(plan)
+    moments = [f.draw(random.Random(f"{name}/{seed}"), v) for f, (name, seed), v in zip(faults, plan, victims)]
     if len({m.task for m in moments}) != len(moments):
         raise ValueError(f"two faults of {list(plan)} hit the same task: choose other seeds")
     for (name, seed), moment in zip(plan, moments):
@@ -167,6 +171,17 @@ def run_plan(
     outcome.problems, outcome.masks, outcome.accounted = result.problems, result.masks, result.accounted
     outcome.leftovers, outcome.corrupt = result.leftovers, result.corrupt
     return outcome
+
+
+def _dealt(faults: list[Fault], plan: Sequence[tuple[str, int]], tasks: list[str]) -> list[list[str]]:
+    """One task for each fault, none twice: the service's fault takes the task that needs it, the others
+    the rest in an order shuffled by the plan's seeds."""
+    rest = [t for t in tasks if not t.endswith(f"/{SERVICE_TASK}")]
+    random.Random("/".join(f"{n}{s}" for n, s in plan)).shuffle(rest)
+    if sum(not f.service for f in faults) > len(rest):
+        raise ValueError(f"{len(plan)} faults cannot each hit one of {len(tasks)} tasks")
+    dealt = iter(rest)
+    return [[t for t in tasks if t.endswith(f"/{SERVICE_TASK}")] if f.service else [next(dealt)] for f in faults]
 
 
 def _shared_engine_url() -> str:
