@@ -463,6 +463,12 @@ class Episode:
             result.termination, result.score = Termination.INTERRUPTED, None
             result.message = "interrupted"
             raise
+        except Exception as exc:
+            # Anything else that escapes (a bug, a report folder that refuses a write) is the harness's
+            # fault: the record says so, never the "interrupted" it starts with.
+            result.termination, result.score = Termination.HARNESS_ERROR, None
+            result.message = f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             if result.termination is not Termination.INTERRUPTED:
                 self._check_services()

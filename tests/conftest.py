@@ -51,9 +51,10 @@ def bundled_null(shared_runs_root: Path, bundled_oracle: SharedRun) -> SharedRun
 # Tests that must share one xdist worker: the VM tests (QEMU under TCG takes a whole core for minutes,
 # and they share one saved state), and the readers of the bundled shared runs (the runs start several
 # desktops each; one lane keeps them from starving each other, and their readers wait on no other
-# worker). xdist schedules the largest groups first, so these long lanes start at once.
+# worker). The fault matrix's runs are one lane too (each run starts two desktops, and one of its faults
+# restarts an engine of its own). xdist schedules the largest groups first, so these long lanes start at once.
 _GROUPS_BY_FIXTURE = {"bundled_oracle": "bundled-runs", "bundled_null": "bundled-runs", "bad_actions": "bundled-runs"}
-_GROUPS_BY_FOLDER = {"vm": "vm"}
+_GROUPS_BY_FOLDER = {"vm": "vm", "faults": "faults"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before the hooks that read the groups (tests/support/xdist_groups.py)

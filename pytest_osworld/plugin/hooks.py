@@ -9,7 +9,6 @@ owner (:class:`pytest_osworld.results.manifest.ManifestOwner`).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 from pytest_osworld import settings as settings_mod
 from pytest_osworld.errors import OsworldError, SettingsError
 from pytest_osworld.models.secrets import EndpointUrl
-from pytest_osworld.plugin import resume
+from pytest_osworld.plugin import reporting, resume
 from pytest_osworld.plugin.items import TaskFile, TaskItem, is_task_input, names_task_inputs
 from pytest_osworld.plugin.run import (
     OsworldRun,
@@ -232,9 +231,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     model = (
         ModelIdentity(api=s.model_api, name=s.model, url=EndpointUrl.parse(s.model_url).base) if s.model_url else None
     )
-    # An unreadable manifest is reported by the summary, which reads it next.
-    with contextlib.suppress(StoreError):
+    # An unreadable manifest is reported by the summary, which reads it next; one that cannot be written
+    # (a full disk) is a problem of the run, and the hooks after this one (the sweeps) still run.
+    try:
         run.manifest.end(sandbox=describe_sandboxes(session.config), runner=s.runner_name, model=model)
+    except StoreError:
+        pass
+    except OSError as exc:
+        reporting.state(session.config).errors.append(f"could not complete {run.manifest.path}: {exc}")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

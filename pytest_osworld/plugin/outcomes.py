@@ -5,7 +5,9 @@ The outcome table of docs/results.md, in one place:
 - :func:`judge` ends a task item's test from its result record: a score of 1 passes, a valid score
   below 1 fails (:class:`TaskFailed`), an infrastructure fault is an error shown as ``MASKED``
   (:class:`TaskMasked`), a need found only at evaluation skips;
-- :func:`classify` reads a phase report back into an :class:`Outcome` for the record and the reports.
+- :func:`classify` reads a phase report back into an :class:`Outcome` for the record and the reports;
+- :func:`record_info` is what a report carries of a record written outside the item's own reports (the
+  controller's ``worker_lost`` record of a task whose xdist worker died: plugin/crashes.py).
 """
 
 from __future__ import annotations
@@ -107,3 +109,15 @@ def report_info(report: pytest.TestReport) -> dict[str, Any] | None:
 def set_report_info(report: pytest.TestReport, info: dict[str, Any]) -> None:
     # An attribute of the report itself: xdist serializes a report's attributes to the controller.
     report.__dict__[_REPORT_INFO] = info
+
+
+def record_info(key: str, result: TaskResult) -> dict[str, Any]:
+    """The outcome of a record, as a report carries it (the status from the outcome table above)."""
+    status = "masked" if result.masked else ("skipped" if result.skipped else "passed" if result.success else "failed")
+    return {
+        "key": key,
+        "status": status,
+        "termination": result.termination.value,
+        "score": result.score if result.valid else None,
+        "message": result.message,
+    }

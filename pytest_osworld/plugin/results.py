@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_osworld.plugin import reporting, resume
+from pytest_osworld.plugin import crashes, reporting, resume
 from pytest_osworld.plugin.items import TaskItem
 from pytest_osworld.results.recorder import EpisodeRecorder
 from pytest_osworld.results.store import RunStore
@@ -19,6 +19,7 @@ from pytest_osworld.results.store import RunStore
 
 def pytest_configure(config: pytest.Config) -> None:
     reporting.configure(config)
+    crashes.configure(config)  # a worker that dies under a task: its record, on the controller
 
 
 @pytest.hookimpl(wrapper=True)

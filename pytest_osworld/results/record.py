@@ -25,11 +25,12 @@ class Termination(StrEnum):
     MODEL_ERROR = "model_error"  # the model endpoint failed past its retries
     EVALUATOR_ERROR = "evaluator_error"  # a getter or metric crashed
     UNSUPPORTED = "unsupported"  # known before a sandbox starts: cannot run here (skipped)
-    INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or a worker's death
+    INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM (to the run, or to the worker when the run died)
     HARNESS_ERROR = "harness_error"  # the plugin, a fixture or an episode extension crashed unexpectedly
     SERVICE_ERROR = "service_error"  # a shared service the task needs was down, or died during the task
     JUDGE_ERROR = "judge_error"  # an LLM judge call of the evaluation failed or answered nothing (OSWorld-V2)
     USER_SIM_ERROR = "user_sim_error"  # the simulated user's model failed or answered nothing (OSWorld-V2)
+    WORKER_LOST = "worker_lost"  # the xdist worker running the episode died (killed, out of memory)
 
 
 VALID_TERMINATIONS = frozenset({Termination.DONE, Termination.FAIL, Termination.MAX_STEPS, Termination.TIMEOUT})
@@ -45,6 +46,7 @@ MASK_TERMINATIONS = frozenset(
         Termination.SERVICE_ERROR,
         Termination.JUDGE_ERROR,
         Termination.USER_SIM_ERROR,
+        Termination.WORKER_LOST,
     }
 )
 

@@ -23,7 +23,8 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -155,6 +156,9 @@ class RunStore:
         path = self.path_of(key)
         if not path.is_dir() or not any(path.iterdir()):
             return None
+        # Its writer is gone (an earlier session, or a worker that died): a write it left half-done (a
+        # run killed while it wrote) is cleared, so what is kept of it parses.
+        self.discard_unfinished(key)
         k = TaskKey.parse(key)
         parent = self.run_dir / SUPERSEDED / k.domain / k.folder
         parent.mkdir(parents=True, exist_ok=True)
@@ -163,10 +167,42 @@ class RunStore:
         os.replace(path, target)
         return target
 
+    def discard_unfinished(self, key: str) -> list[str]:
+        """Clear what a writer that died left half-done in the key's folder: the temporary files of its
+        atomic writes, and a torn last line of an appended file (its steps before it stay). Only for a
+        folder whose writer is gone. Returns what was cleared (names relative to the folder)."""
+        folder = self.path_of(key)
+        if not folder.is_dir():
+            return []
+        cleared = []
+        for path in folder.iterdir():
+            if path.is_file() and path.name.startswith(".") and path.name.endswith(".tmp"):
+                path.unlink(missing_ok=True)
+                cleared.append(path.name)
+        for name in (TRAJ, MODEL_IO):
+            if _cut_torn_line(folder / name):
+                cleared.append(f"{name} (its torn last line)")
+        return cleared
+
     # --- writing (the episode) ---------------------------------------------------------------------
+
+    @contextmanager
+    def _writing(self, key: str) -> Iterator[None]:
+        """A write the file system refused (a full disk, no permission) as an error naming the run."""
+        try:
+            yield
+        except OSError as exc:
+            raise StoreError(
+                f"could not write {key}'s files in {self.run_dir}: {exc.strerror or exc}; give the report folder "
+                f"room and run the tasks without a record again with --osworld-resume {self.run_dir}"
+            ) from exc
 
     def write_step(self, key: str, step: StepRecord, screenshot_png: bytes | None = None) -> str | None:
         """Append one step to ``traj.jsonl`` (and keep its screenshot). Returns the screenshot's file name."""
+        with self._writing(key):
+            return self._write_step(key, step, screenshot_png)
+
+    def _write_step(self, key: str, step: StepRecord, screenshot_png: bytes | None) -> str | None:
         folder = self.task_dir(key)
         name: str | None = None
         if screenshot_png is not None and self.keep_screenshots:
@@ -178,26 +214,33 @@ class RunStore:
         return name
 
     def write_final_screenshot(self, key: str, png: bytes) -> str:
-        atomic_write_bytes(self.task_dir(key) / FINAL_PNG, png)
+        with self._writing(key):
+            atomic_write_bytes(self.task_dir(key) / FINAL_PNG, png)
         return FINAL_PNG
 
     def write_model_io(self, key: str, obj: Any) -> str | None:
         """Append one model exchange (request and answer) when ``keep_model_io``; secrets are redacted."""
         if not self.keep_model_io:
             return None
-        _append_line(
-            self.task_dir(key) / MODEL_IO, json.dumps(scrub(obj, self.secrets), ensure_ascii=False, default=str)
-        )
+        with self._writing(key):
+            _append_line(
+                self.task_dir(key) / MODEL_IO, json.dumps(scrub(obj, self.secrets), ensure_ascii=False, default=str)
+            )
         return MODEL_IO
 
     def write_video(self, key: str, mp4: bytes) -> str | None:
         if not self.keep_video:
             return None
-        atomic_write_bytes(self.task_dir(key) / VIDEO, mp4)
+        with self._writing(key):
+            atomic_write_bytes(self.task_dir(key) / VIDEO, mp4)
         return VIDEO
 
     def write_result(self, result: TaskResult) -> Path:
         """Write the record (and ``result.txt`` for a valid score) at once; returns the record's path."""
+        with self._writing(result.key):
+            return self._write_result(result)
+
+    def _write_result(self, result: TaskResult) -> Path:
         folder = self.task_dir(result.key)
         record = result.model_copy(deep=True)
         if record.message:
@@ -286,15 +329,38 @@ class RunStore:
 
 
 def _append_line(path: Path, line: str) -> None:
-    """Append one line with a single write, so concurrent readers see whole lines or a torn last one."""
+    """Append one line with a single write, so concurrent readers see whole lines or a torn last one.
+
+    A write the disk cuts short (full) is taken back: the file ends with its last whole line."""
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (line.replace("\n", " ") + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
+        size = os.fstat(fd).st_size  # each key has one writer: nobody appends meanwhile
+        written = 0
+        try:
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        except OSError:
+            if written:
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
+
+
+def _cut_torn_line(path: Path) -> bool:
+    """Truncate ``path`` after its last newline when it does not end with one; whether it did."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if not data or data.endswith(b"\n"):
+        return False
+    with path.open("r+b") as handle:
+        handle.truncate(data.rfind(b"\n") + 1)
+    return True
 
 
 def _artifacts(folder: Path) -> dict[str, Any]:

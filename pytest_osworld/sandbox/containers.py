@@ -34,7 +34,7 @@ import requests.exceptions
 from pytest_osworld.sandbox.base import Sandbox, SandboxError, SandboxLost
 from pytest_osworld.sandbox.hosts import EngineHost
 from pytest_osworld.sandbox.labels import Owner
-from pytest_osworld.sandbox.leftovers import sweep_run
+from pytest_osworld.sandbox.leftovers import ENGINE_RETURN_S, engine_back, is_unreachable, sweep_run
 from pytest_osworld.sandbox.signals import held_interrupts
 from pytest_osworld.sandbox.tunnel import Forward, SshTunnels
 
@@ -185,10 +185,14 @@ def wait_ready(
                 container.reload()
             except docker.errors.NotFound:
                 raise explain(NotReady(running.name, "removed", last, time.monotonic() - begun)) from None
-            if container.status not in ("created", "running"):
-                raise explain(
-                    NotReady(running.name, "ended", last, time.monotonic() - begun, state_and_logs(container))
-                )
+            except _ENGINE_ERRORS as exc:
+                # The engine is away (restarting): polled on; once it answers, the container's state tells.
+                last = f"{last}; the engine did not answer ({type(exc).__name__})"
+            else:
+                if container.status not in ("created", "running"):
+                    raise explain(
+                        NotReady(running.name, "ended", last, time.monotonic() - begun, state_and_logs(container))
+                    )
             if time.monotonic() >= deadline:
                 waited = time.monotonic() - begun
                 raise explain(NotReady(running.name, "deadline", last, waited, state_and_logs(container)))
@@ -246,6 +250,10 @@ class Containers:
                 raise SandboxError(
                     f"the engine at {self.host.display} refused to start {refused}: {exc.explanation or exc}"
                 ) from None
+            except _ENGINE_ERRORS as exc:  # no answer at all: the engine is down or restarting
+                raise SandboxError(
+                    f"the engine at {self.host.display} did not answer while starting {refused}: {exc}"
+                ) from None
             addresses = self.ports.addresses(container, published, forwards, what=port_kind)
             return RunningContainer(container=container, name=name, addresses=addresses, forwards=forwards)
         except BaseException:
@@ -285,10 +293,17 @@ class Containers:
         )
 
     def sweep(self, run_id: str, *, pid: int | None = None) -> int:
-        """Remove the run's containers on this engine (of one process, when ``pid`` is given); never raises."""
-        with contextlib.suppress(*_ENGINE_ERRORS):
-            return sweep_run(self.client, run_id, pid=pid)
-        return 0
+        """Remove the run's containers on this engine (of one process, when ``pid`` is given); never raises.
+
+        An engine that answered before and does not now is restarting, as far as this process can tell:
+        its stopped containers are removed once it answers again (at most ``ENGINE_RETURN_S`` later)."""
+        deadline = time.monotonic() + ENGINE_RETURN_S
+        while True:
+            try:
+                return sweep_run(self.client, run_id, pid=pid)
+            except _ENGINE_ERRORS as exc:
+                if not is_unreachable(exc) or not engine_back(self.client, deadline - time.monotonic()):
+                    return 0
 
     def close(self) -> None:
         self.ports.close()
@@ -347,23 +362,32 @@ def remove_container(
     ``container`` may be None when creation was cut short: it is then looked up by ``name``.
     ``quiet`` logs a failure instead of raising it (clean-up on the way out of an error).
     """
-    with held_interrupts():
-        try:
-            target = container if container is not None else client.containers.get(name)
-            if stop_timeout > 0:
-                with contextlib.suppress(docker.errors.APIError):
-                    target.stop(timeout=max(1, round(stop_timeout)))
-            target.remove(force=True, v=True)
-        except docker.errors.NotFound:
-            return
-        except _ENGINE_ERRORS as exc:
-            if quiet:
-                log.warning("could not remove %s %s: %s", kind, name, exc)
+    deadline = time.monotonic() + ENGINE_RETURN_S
+    while True:
+        with held_interrupts():
+            try:
+                target = container if container is not None else client.containers.get(name)
+                if stop_timeout > 0:
+                    with contextlib.suppress(docker.errors.APIError):
+                        target.stop(timeout=max(1, round(stop_timeout)))
+                target.remove(force=True, v=True)
                 return
-            raise SandboxError(
-                f"could not remove {kind} {name} on {host.display} ({exc}); "
-                f"`pytest-osworld cleanup --run-id {run_id}` removes what is left of this run"
-            ) from None
+            except docker.errors.NotFound:
+                return
+            except _ENGINE_ERRORS as exc:
+                error = exc
+        # An engine restarting: its containers stop with it and stay until removed, so the removal is
+        # tried again once it answers (an interrupt is not held during this wait). A daemon that is still
+        # shutting down may answer a ping and then be gone: tried again until the deadline.
+        if not is_unreachable(error) or not engine_back(client, deadline - time.monotonic()):
+            break
+    if quiet:
+        log.warning("could not remove %s %s: %s", kind, name, error)
+        return
+    raise SandboxError(
+        f"could not remove {kind} {name} on {host.display} ({error}); "
+        f"`pytest-osworld cleanup --run-id {run_id}` removes what is left of this run"
+    ) from None
 
 
 def container_logs(container: Any, tail: int) -> str:

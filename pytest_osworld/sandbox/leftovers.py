@@ -139,6 +139,31 @@ def remove_managed(client: docker.DockerClient, containers: Iterable[Managed]) -
     return removed
 
 
+# An engine that restarts (a daemon upgrade, a crash its service manager restarts) answers again within
+# seconds; what a run must still remove from it is retried that long before it is given up as left behind.
+ENGINE_RETURN_S = 30.0
+
+
+def engine_back(client: docker.DockerClient, limit: float = ENGINE_RETURN_S) -> bool:
+    """Wait for an engine that did not answer to answer a ping again, at most ``limit`` s; whether it did."""
+    deadline = time.monotonic() + limit
+    delay = 0.1
+    while time.monotonic() + delay <= deadline:
+        time.sleep(delay)  # readiness poll, backing off to once a second; never asked again at once
+        delay = min(1.0, delay * 2)
+        try:
+            client.ping()
+            return True
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            continue
+    return False
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Whether an engine error means the engine did not answer at all (gone or restarting), not a refusal."""
+    return isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout)
+
+
 def sweep_run(client: docker.DockerClient, run_id: str, *, pid: int | None = None, services: bool = True) -> int:
     """Remove the containers of one run (of one process of it, when ``pid`` is given); returns how many.
 

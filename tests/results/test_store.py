@@ -111,8 +111,9 @@ def test_a_failed_write_keeps_the_old_record_whole(tmp_path: Path, monkeypatch: 
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError):
+    with pytest.raises(StoreError, match=r"could not write os/t1's files in .*--osworld-resume") as refused:
         store.write_result(record("os/t1", 0.0, Termination.FAIL))
+    assert isinstance(refused.value.__cause__, OSError)
     monkeypatch.undo()
     assert (tmp_path / "os" / "t1" / "result.json").read_text() == before
     assert sorted(p.name for p in (tmp_path / "os" / "t1").iterdir()) == ["result.json", "result.txt"]
