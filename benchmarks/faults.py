@@ -18,6 +18,7 @@ desktop image. A failing scenario is replayed alone with ``--faults NAME --seed 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -71,6 +72,9 @@ def _row(name: str, group: list[Outcome]) -> str:
 
 
 def main() -> int:
+    # A run gets SIGINT as from a terminal: started in the background (`cmd &`, nohup), this process
+    # inherits SIGINT ignored and so would every run it starts, and the SIGINT fault would never land.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20, help="rounds of the matrix (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="the first round's seed (default 1)")
