@@ -50,6 +50,13 @@ def test_faults_that_hit_one_task_each_in_one_run(tmp_path: Path) -> None:
     assert set(outcome.masks) == {"worker_lost", "sandbox_error", "model_error", "service_error"}, outcome.report()
 
 
+def test_faults_that_hit_one_task_each_on_another_seed(tmp_path: Path) -> None:
+    """The same five faults, each on a task dealt from another seed (as benchmarks/faults.py runs them)."""
+    outcome = run_plan([(name, 7) for name, _ in PER_TASK], tmp_path, spread=True)
+    assert outcome.landed and not outcome.problems, outcome.report()
+    assert outcome.accounted == outcome.tasks and not outcome.leftovers and not outcome.corrupt, outcome.report()
+
+
 @pytest.mark.parametrize(("fault", "seed"), RUN_WIDE, ids=[f"{f}-{s}" for f, s in RUN_WIDE])
 def test_a_fault_that_hits_the_whole_run(fault: str, seed: int, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     engine: OwnEngine | None = request.getfixturevalue("fault_engine") if FAULTS[fault].own_engine else None
