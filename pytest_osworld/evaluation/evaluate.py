@@ -107,11 +107,9 @@ def _call_metric(name: str, result: Any, expected: Any, has_expected: bool, opti
         raise EvaluatorError(
             f"metric {name!r} is not implemented; check the task's support with: pytest-osworld tasks support INPUT"
         ) from None
-    from pytest_osworld.evaluation.metrics import MetricUnavailable
-
     try:
         value = fn(result, expected, **options) if has_expected else fn(result, **options)
-    except MetricUnavailable as exc:
+    except EvaluatorUnavailable as exc:  # the metric's own: named here
         raise EvaluatorUnavailable(f"metric {name!r} cannot run here: {exc}") from None
     except Exception as exc:  # a metric's crash is the evaluator's failure, never a score
         raise EvaluatorError(f"metric {name!r} failed: {_describe(exc)}") from exc

@@ -154,12 +154,13 @@ def test_a_metric_missing_a_library_for_its_options_skips_the_task(pytester: pyt
     # A project's own metric, registered from its conftest, whose options need a library not installed.
     pytester.makeconftest(
         """
-        from pytest_osworld.evaluation.metrics import MetricUnavailable, metric
+        from pytest_osworld.evaluation.errors import EvaluatorUnavailable
+        from pytest_osworld.evaluation.metrics import metric
 
         @metric("needs_a_library_for_this_option")
         def needs_a_library_for_this_option(result, expected=None, **options):
             if options.get("fancy"):
-                raise MetricUnavailable("needs pip install some-missing-package")
+                raise EvaluatorUnavailable("needs pip install some-missing-package")
             return 1.0
         """
     )

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from pytest_osworld.evaluation import metrics
+from pytest_osworld.evaluation.errors import EvaluatorUnavailable
 from pytest_osworld.evaluation.metrics import _registry
 
 TOP_30_AND_TEST_SMALL = """
@@ -68,7 +69,7 @@ def test_metric_with_missing_optional_dependency_reports_pip_reason() -> None:
 
 
 def test_require_raises_metric_unavailable_with_reason() -> None:
-    with pytest.raises(metrics.MetricUnavailable, match="needs pip install surely-not-installed"):
+    with pytest.raises(EvaluatorUnavailable, match="needs pip install surely-not-installed"):
         _registry.require(("surely_not_installed_mod", "surely-not-installed"))
     _registry.require(("json", "json"))  # importable: no error
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
+from pytest_osworld.evaluation.errors import EvaluatorUnavailable
+
 MetricFn = Callable[..., float]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,14 +35,6 @@ class Requirement:
 
 
 _REQUIREMENTS: dict[str, tuple[Requirement, ...]] = {}
-
-
-class MetricUnavailable(RuntimeError):
-    """Raised when a metric (or one of its options) needs a library that is not installed."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def metric(name: str, *, requires: Iterable[tuple[str, str]] = ()) -> Callable[[F], F]:
@@ -123,10 +117,10 @@ def unavailable_metrics(names: Iterable[str]) -> dict[str, str]:
 
 
 def require(*pairs: tuple[str, str]) -> None:
-    """Raise :class:`MetricUnavailable` unless every ``(module, package)`` is importable.
+    """Raise :class:`EvaluatorUnavailable` unless every ``(module, package)`` is importable.
 
     Used inside a metric for a library that only some of its options need.
     """
     reason = requirement_reason(Requirement(m, p) for m, p in pairs)
     if reason is not None:
-        raise MetricUnavailable(reason)
+        raise EvaluatorUnavailable(reason)

@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from io import BytesIO
 from typing import Any
 
+from ..errors import EvaluatorUnavailable
 from ._common import fuzz_ratio
-from ._registry import MetricUnavailable, metric, require
+from ._registry import metric, require
 
 logger = logging.getLogger(__name__)
 
@@ -283,7 +284,7 @@ def compare_image_text(result: str | None, rule: Mapping[str, Any] | None = None
     try:
         reader = easyocr.Reader(["en"])
     except Exception as exc:  # its models are downloaded at first use: not an agent failure
-        raise MetricUnavailable(f"easyocr cannot load its models here: {exc}") from exc
+        raise EvaluatorUnavailable(f"easyocr cannot load its models here: {exc}") from exc
     with tempfile.TemporaryDirectory() as tmp:
         path = result
         try:

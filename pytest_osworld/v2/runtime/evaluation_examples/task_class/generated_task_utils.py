@@ -33,7 +33,7 @@ from typing import Any
 from pytest_osworld.evaluation.errors import EvaluatorError, EvaluatorUnavailable
 from pytest_osworld.evaluation.evaluate import is_fail
 from pytest_osworld.evaluation.getters import CREDENTIAL_GETTERS, GETTERS, getter_unavailable_reason
-from pytest_osworld.evaluation.metrics import METRICS, MetricUnavailable, metric_unavailable_reason
+from pytest_osworld.evaluation.metrics import METRICS, metric_unavailable_reason
 from pytest_osworld.sandbox.base import SandboxLost
 from pytest_osworld.setup.errors import SetupError
 from pytest_osworld.v2.config import JudgeError
@@ -193,7 +193,7 @@ def call_metric(
             value = metric(result_state, **keywords)
         else:
             value = metric(result_state, expected_state, **keywords)
-    except MetricUnavailable as exc:
+    except EvaluatorUnavailable as exc:  # the metric's own: named here
         raise EvaluatorUnavailable(f"metric {metric_name!r} cannot run here: {exc}") from None
     return float(value)
 
