@@ -49,8 +49,8 @@ def test_the_build_context_ships_the_server_and_the_session(tmp_path: Path) -> N
 
 
 @pytest.mark.docker
-def test_ensure_image_gives_the_labelled_current_image(docker_client: docker.DockerClient, desktop_image: str) -> None:
-    info = build.ensure_image(docker_client)  # current already: returns without building
+def test_ensure_image_gives_the_labelled_current_image(engine: docker.DockerClient, desktop_image: str) -> None:
+    info = build.ensure_image(engine)  # current already: returns without building
     assert info.id == desktop_image
     assert info.build_hash == build.context_hash()
     assert f"{build.IMAGE_REPOSITORY}:latest" in info.tags
@@ -73,7 +73,7 @@ def test_ensure_image_gives_the_labelled_current_image(docker_client: docker.Doc
     assert {"socat", "pkill", "google-chrome", "soffice", "gedit", "python3", "xdotool"} <= set(info.commands)
     assert "gimp" in info.commands and "code" in info.commands and "wget" not in info.commands
     base = rootfs.default_spec()
-    assert docker_client.images.get(base.reference).labels[rootfs.BASE_HASH_LABEL] == base.digest()
+    assert engine.images.get(base.reference).labels[rootfs.BASE_HASH_LABEL] == base.digest()
 
 
 def test_no_engine_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

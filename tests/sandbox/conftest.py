@@ -16,16 +16,6 @@ from tests.sandbox import support
 
 
 @pytest.fixture(scope="session")
-def engine() -> Iterator[docker.DockerClient]:
-    try:
-        client = support.engine()
-    except Exception as exc:  # noqa: BLE001 - the sandbox layer cannot be tested without an engine
-        pytest.fail(f"no Docker engine answers ({exc}); start dockerd", pytrace=False)
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="session")
 def stand_in(engine: docker.DockerClient) -> str:
     """Tag of the small stand-in guest image."""
     return support.stand_in_image(engine)
