@@ -9,6 +9,7 @@ the desktop image and its containers, the forge server, and the real runs that s
 
 from __future__ import annotations
 
+import secrets
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -57,6 +58,21 @@ def desktop_image(engine: docker.DockerClient) -> str:
     from pytest_osworld.guest import build
 
     return build.ensure_image(engine, progress=lambda line: print(line, file=sys.stderr)).id
+
+
+@pytest.fixture
+def run_id(engine: docker.DockerClient) -> Iterator[str]:
+    """A run id of this test's own; whatever containers and networks of it are left are removed afterwards
+    (a test that must leave nothing checks before)."""
+    from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_RUN_ID
+
+    value = f"t-{secrets.token_hex(4)}"
+    yield value
+    labels = {"label": [f"{LABEL_MANAGED}=1", f"{LABEL_RUN_ID}={value}"]}
+    for container in engine.containers.list(all=True, filters=labels):
+        container.remove(force=True, v=True)
+    for network in engine.networks.list(filters=labels):
+        network.remove()
 
 
 @pytest.fixture
