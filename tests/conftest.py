@@ -2,17 +2,24 @@
 
 A test that needs the engine carries the ``docker`` marker (``pytest -m "not docker"`` runs the rest
 with no engine at all); one without it that reaches the engine fails (tests/support/engine_guard.py).
-Real runs that several tests read are session fixtures here, started once per session.
+The fixtures several folders share are here, or in the tests/support plugins loaded here: the engine,
+the desktop image and its containers, the forge server, and the real runs that several tests read
+(started once per session).
 """
 
 from __future__ import annotations
 
+import secrets
 import signal
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import docker
 import pytest
 
 from tests.support import bundled_runs
+from tests.support.guest_containers import Guest, start_guest
 from tests.support.shared_runs import SharedRun, session_folder
 
 
@@ -24,6 +31,63 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     config.pluginmanager.import_plugin("tests.support.engine_guard")
     config.pluginmanager.import_plugin("tests.support.xdist_groups")
+    config.pluginmanager.import_plugin("tests.support.desktop_fixtures")  # desktop_ref, shared/fresh_desktop
+    config.pluginmanager.import_plugin("tests.support.forge")  # forge_server
+
+
+# --- the Docker engine and the desktop image (tests using them carry the docker marker)
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[docker.DockerClient]:
+    """The Docker engine; a test that needs one fails (never skips) when none answers."""
+    from pytest_osworld.guest import build
+    from pytest_osworld.guest.errors import DockerUnavailableError
+
+    try:
+        client = build.connect()
+    except DockerUnavailableError as exc:
+        pytest.fail(f"no Docker engine answers ({exc}); start dockerd (.ci/setup does)", pytrace=False)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def desktop_image(engine: docker.DockerClient) -> str:
+    """The id of the current desktop image, built first when missing or stale."""
+    from pytest_osworld.guest import build
+
+    return build.ensure_image(engine, progress=lambda line: print(line, file=sys.stderr)).id
+
+
+@pytest.fixture
+def run_id(engine: docker.DockerClient) -> Iterator[str]:
+    """A run id of this test's own; whatever containers and networks of it are left are removed afterwards
+    (a test that must leave nothing checks before)."""
+    from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_RUN_ID
+
+    value = f"t-{secrets.token_hex(4)}"
+    yield value
+    labels = {"label": [f"{LABEL_MANAGED}=1", f"{LABEL_RUN_ID}={value}"]}
+    for container in engine.containers.list(all=True, filters=labels):
+        container.remove(force=True, v=True)
+    for network in engine.networks.list(filters=labels):
+        network.remove()
+
+
+@pytest.fixture
+def make_guest(engine: docker.DockerClient, desktop_image: str) -> Iterator[Callable[..., Guest]]:
+    """Start fresh desktop containers (with optional environment) that are removed after the test."""
+    started: list[Guest] = []
+
+    def make(environment: dict[str, str] | None = None) -> Guest:
+        new = start_guest(engine, desktop_image, environment)
+        started.append(new)
+        return new
+
+    yield make
+    for each in started:
+        each.close()
 
 
 # --- the session's shared real runs (tests/support/shared_runs.py): started once, read by many tests

@@ -32,8 +32,7 @@ from pytest_osworld.models import make_model_client
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import TaskEntry
-from tests.guest.conftest import desktop_image, docker_client, make_guest  # noqa: F401 - the fixtures
-from tests.guest.containers import GUEST_PORT, Guest
+from tests.support.guest_containers import GUEST_PORT, Guest
 
 pytestmark = pytest.mark.docker
 
@@ -127,7 +126,7 @@ def _show_targets(guest: Guest, client: GuestClient) -> bytes:
 
 
 def test_a_click_on_a_pixel_of_the_screenshot_lands_on_that_pixel_of_the_screen(
-    make_guest: Callable[..., Guest],  # noqa: F811 - the fixture imported above
+    make_guest: Callable[..., Guest],
 ) -> None:
     guest = make_guest()
     with GuestClient(guest.url(GUEST_PORT)) as client:

@@ -21,7 +21,7 @@ from pytest_osworld.settings import Settings
 from pytest_osworld.support import sandbox_provides, unrunnable_reason, unsupported_reason
 from pytest_osworld.tasks.needs import needs_of
 from pytest_osworld.tasks.readers import read_input
-from tests.guest.containers import Guest, wait_until
+from tests.support.guest_containers import Guest, wait_until
 from tests.support.paths import shared_examples
 
 pytestmark = pytest.mark.docker
@@ -66,9 +66,9 @@ def tiny_vsix(publisher: str, name: str, version: str) -> bytes:
 
 
 def test_the_manifest_declares_the_apps_and_image_info_prints_the_size(
-    docker_client: docker.DockerClient, desktop_image: str, capsys: pytest.CaptureFixture[str]
+    engine: docker.DockerClient, desktop_image: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    info = build.image_info(docker_client)
+    info = build.image_info(engine)
     assert info is not None and info.id == desktop_image
     serves = info.serves or {}
     assert serves["gimp"] == ["gimp"] and serves["vlc"] == ["vlc"]
@@ -209,7 +209,7 @@ def test_gimp_opens_an_image_and_keeps_its_config_where_the_getter_reads(
 
 
 def test_each_need_of_a_task_counted_runnable_is_there_in_a_container(
-    docker_client: docker.DockerClient, desktop_image: str, make_guest: Callable[..., Guest]
+    engine: docker.DockerClient, desktop_image: str, make_guest: Callable[..., Guest]
 ) -> None:
     """What ``tasks support`` counts runnable on the desktop lacks nothing when run: for OSWorld's own tasks
     (the shared split), each application's start command and each command their steps call resolves on the
@@ -217,7 +217,7 @@ def test_each_need_of_a_task_counted_runnable_is_there_in_a_container(
     entries = read_input(shared_examples() / "test_small.json")
     settings = Settings()
     provides = sandbox_provides(settings)
-    manifest = json.loads(docker_client.images.get(desktop_image).labels[build.MANIFEST_LABEL])
+    manifest = json.loads(engine.images.get(desktop_image).labels[build.MANIFEST_LABEL])
     start_commands = {served: app["command"] for app in manifest["applications"].values() for served in app["serves"]}
     wanted: dict[str, set[str]] = {}
     runnable = 0

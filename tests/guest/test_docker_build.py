@@ -20,17 +20,17 @@ DOCKERFILE = "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY run.sh /run.sh\nRUN /run.
 
 
 @pytest.fixture
-def base(docker_client: docker.DockerClient) -> str:
-    return rootfs.ensure_base(docker_client, rootfs.default_spec(), lambda line: None)
+def base(engine: docker.DockerClient) -> str:
+    return rootfs.ensure_base(engine, rootfs.default_spec(), lambda line: None)
 
 
 @pytest.fixture
-def repository(docker_client: docker.DockerClient) -> Iterator[str]:
+def repository(engine: docker.DockerClient) -> Iterator[str]:
     yield REPOSITORY
-    for image in docker_client.images.list(name=REPOSITORY):
+    for image in engine.images.list(name=REPOSITORY):
         for tag in image.tags:
             if tag.startswith(f"{REPOSITORY}:"):  # not the base's own tag, which some tests reuse
-                docker_client.images.remove(tag)
+                engine.images.remove(tag)
 
 
 def files(script: str) -> list[ContextFile]:
@@ -38,13 +38,13 @@ def files(script: str) -> list[ContextFile]:
 
 
 def test_a_build_gives_the_image_with_its_labels_and_the_context_as_given(
-    docker_client: docker.DockerClient, base: str, repository: str
+    engine: docker.DockerClient, base: str, repository: str
 ) -> None:
     lines: list[str] = []
     tag = f"{repository}:{secrets.token_hex(4)}"
     marker = secrets.token_hex(8)  # a fresh script: no cached layer can stand in for the run
     image_id = run_build(
-        docker_client,
+        engine,
         files(f"#!/bin/sh\necho built {marker} > /built\n"),
         tag=tag,
         buildargs={"BASE_IMAGE": base},
@@ -53,22 +53,22 @@ def test_a_build_gives_the_image_with_its_labels_and_the_context_as_given(
         error=ImageBuildError,
         progress=lines.append,
     )
-    image = docker_client.images.get(tag)
+    image = engine.images.get(tag)
     assert image.id == image_id
     assert image.labels["io.pytest-osworld.test"] == marker
     # The executable bit came through the tar (the RUN would fail otherwise) and the file was written.
-    output = docker_client.containers.run(image_id, ["cat", "/built"], remove=True)
+    output = engine.containers.run(image_id, ["cat", "/built"], remove=True)
     assert output.decode().strip() == f"built {marker}"
     assert any(line.strip().startswith("Step ") and "RUN /run.sh" in line for line in lines), lines
 
 
 def test_a_failing_step_is_the_given_error_with_the_step_and_the_last_output(
-    docker_client: docker.DockerClient, base: str, repository: str
+    engine: docker.DockerClient, base: str, repository: str
 ) -> None:
     script = f"#!/bin/sh\necho about to fail {secrets.token_hex(4)}\nexit 7\n"
     with pytest.raises(ImageBuildError) as info:
         run_build(
-            docker_client,
+            engine,
             files(script),
             tag=f"{repository}:broken",
             buildargs={"BASE_IMAGE": base},
@@ -82,13 +82,11 @@ def test_a_failing_step_is_the_given_error_with_the_step_and_the_last_output(
     assert "about to fail" in message and "code: 7" in message
 
 
-def test_untag_stale_keeps_only_the_tags_asked_for(
-    docker_client: docker.DockerClient, base: str, repository: str
-) -> None:
+def test_untag_stale_keeps_only_the_tags_asked_for(engine: docker.DockerClient, base: str, repository: str) -> None:
     for name in ("old1", "old2", "keep", "latest"):
-        docker_client.images.get(base).tag(repository, name)
-    untag_stale(docker_client, repository, keep=(f"{repository}:keep", f"{repository}:latest"))
-    tags = {tag for image in docker_client.images.list(name=repository) for tag in image.tags}
+        engine.images.get(base).tag(repository, name)
+    untag_stale(engine, repository, keep=(f"{repository}:keep", f"{repository}:latest"))
+    tags = {tag for image in engine.images.list(name=repository) for tag in image.tags}
     assert {tag for tag in tags if tag.startswith(f"{repository}:")} == {f"{repository}:keep", f"{repository}:latest"}
     # The same image's tags in other repositories (here the base's own) are left alone.
     assert base in tags

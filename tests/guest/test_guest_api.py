@@ -17,7 +17,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from tests.guest.containers import VNC_PORT, Guest, wait_until
+from tests.support.guest_containers import VNC_PORT, Guest, wait_until
 
 pytestmark = pytest.mark.docker
 

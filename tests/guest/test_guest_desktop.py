@@ -13,7 +13,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from tests.guest.containers import DEVTOOLS_PORT, Guest, wait_until
+from tests.support.guest_containers import DEVTOOLS_PORT, Guest, wait_until
 
 pytestmark = pytest.mark.docker
 

@@ -1,4 +1,4 @@
-"""The desktop image's build API and the `pytest-osworld image` commands, on the real engine."""
+"""The desktop image's build API on the real engine (its `pytest-osworld image` commands: tests/cli/test_image.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import docker
 import pytest
 
-from pytest_osworld.cli import main
 from pytest_osworld.guest import build, rootfs
 from pytest_osworld.guest.errors import DockerUnavailableError, ImageBuildError
 
@@ -49,8 +48,8 @@ def test_the_build_context_ships_the_server_and_the_session(tmp_path: Path) -> N
 
 
 @pytest.mark.docker
-def test_ensure_image_gives_the_labelled_current_image(docker_client: docker.DockerClient, desktop_image: str) -> None:
-    info = build.ensure_image(docker_client)  # current already: returns without building
+def test_ensure_image_gives_the_labelled_current_image(engine: docker.DockerClient, desktop_image: str) -> None:
+    info = build.ensure_image(engine)  # current already: returns without building
     assert info.id == desktop_image
     assert info.build_hash == build.context_hash()
     assert f"{build.IMAGE_REPOSITORY}:latest" in info.tags
@@ -73,7 +72,7 @@ def test_ensure_image_gives_the_labelled_current_image(docker_client: docker.Doc
     assert {"socat", "pkill", "google-chrome", "soffice", "gedit", "python3", "xdotool"} <= set(info.commands)
     assert "gimp" in info.commands and "code" in info.commands and "wget" not in info.commands
     base = rootfs.default_spec()
-    assert docker_client.images.get(base.reference).labels[rootfs.BASE_HASH_LABEL] == base.digest()
+    assert engine.images.get(base.reference).labels[rootfs.BASE_HASH_LABEL] == base.digest()
 
 
 def test_no_engine_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,30 +121,3 @@ def test_build_lock_makes_a_second_builder_wait(tmp_path: Path, monkeypatch: pyt
     finally:
         holder.kill()
         holder.wait()
-
-
-@pytest.mark.docker
-def test_cli_image_info_prints_the_image(desktop_image: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["image", "info"]) == 0
-    out = capsys.readouterr().out
-    assert desktop_image in out
-    assert build.context_hash() in out
-    assert "current" in out
-    info = build.image_info(docker.from_env())
-    assert info is not None
-    for name, version in info.applications.items():
-        assert f"app:        {name} {version}" in out
-    assert info.commands is not None and f"commands:   {len(info.commands)} on PATH" in out
-    assert "app:        chromium " in out and "(serves chrome)" in out
-
-
-@pytest.mark.docker
-def test_cli_image_build_is_a_no_op_when_current(desktop_image: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["image", "build"]) == 0
-    assert "up to date" in capsys.readouterr().out
-
-
-def test_cli_without_engine_says_so(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    assert main(["image", "info"]) == 2
-    assert "no Docker engine answers" in capsys.readouterr().err

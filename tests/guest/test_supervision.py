@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.guest.containers import GUEST_PORT, VNC_PORT, Guest, wait_until
+from tests.support.guest_containers import GUEST_PORT, VNC_PORT, Guest, wait_until
 
 pytestmark = pytest.mark.docker
 

@@ -18,7 +18,7 @@ from pytest_osworld.guest.client import (
     Timeouts,
 )
 from pytest_osworld.sandbox.base import API_PORT, GUEST_PORTS, SandboxLost
-from tests.setup_and_evaluation.desktop import LABELS, Desktop, desktop
+from tests.support.desktop import LABELS, Desktop, desktop
 
 pytestmark = pytest.mark.docker
 
@@ -71,13 +71,13 @@ def test_guest_refusal_is_a_typed_error_with_the_guest_message(shared_desktop: D
     assert not isinstance(info.value, SandboxLost)  # an answer, not a lost sandbox
 
 
-def test_execute_waits_longer_than_the_guest_kills_a_command(docker_engine: Any, desktop_ref: str) -> None:
+def test_execute_waits_longer_than_the_guest_kills_a_command(engine: Any, desktop_ref: str) -> None:
     """A command past the guest's limit ends with the guest's answer, not a client timeout. The guest here
     kills at 5 s (its GUEST_EXECUTE_TIMEOUT_S), the same kill as at its default 120 s; the client keeps its
     default timeouts, which outlast the default limit."""
     assert Timeouts().execute > GUEST_COMMAND_LIMIT_S
     limit = 5.0
-    with desktop(docker_engine, desktop_ref, env={"GUEST_EXECUTE_TIMEOUT_S": f"{limit:g}"}) as made:
+    with desktop(engine, desktop_ref, env={"GUEST_EXECUTE_TIMEOUT_S": f"{limit:g}"}) as made:
         guest = made.client()
         started = time.monotonic()
         with pytest.raises(GuestRequestError) as info:
@@ -116,10 +116,10 @@ def _start_second_server(made: Desktop, pidfile: str) -> None:
     )
 
 
-def test_reads_are_retried_across_a_guest_restart(docker_engine: Any, desktop_ref: str) -> None:
+def test_reads_are_retried_across_a_guest_restart(engine: Any, desktop_ref: str) -> None:
     """The guest server stops and comes back: a read waits it out; /execute does not."""
     ports = {f"{p}/tcp": ("127.0.0.1", None) for p in (*GUEST_PORTS, 5001)}
-    container = docker_engine.containers.run(desktop_ref, detach=True, labels=LABELS, ports=ports, shm_size="512m")
+    container = engine.containers.run(desktop_ref, detach=True, labels=LABELS, ports=ports, shm_size="512m")
     made = Desktop(container, {})
     try:
         made.wait_ready()
@@ -147,10 +147,10 @@ def test_reads_are_retried_across_a_guest_restart(docker_engine: Any, desktop_re
         made.stop()
 
 
-def test_stopped_container_gives_typed_errors(docker_engine: Any, desktop_ref: str) -> None:
-    from tests.setup_and_evaluation.desktop import start_desktop
+def test_stopped_container_gives_typed_errors(engine: Any, desktop_ref: str) -> None:
+    from tests.support.desktop import start_desktop
 
-    made = start_desktop(docker_engine, desktop_ref)
+    made = start_desktop(engine, desktop_ref)
     try:
         guest = made.client(retry_budget=2.0)
         assert guest.platform() == "Linux"

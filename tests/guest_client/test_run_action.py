@@ -15,7 +15,7 @@ import pytest
 
 from pytest_osworld.guest import client as guest_client
 from pytest_osworld.guest.client import GuestClient, GuestUnreachable
-from tests.setup_and_evaluation.desktop import Desktop
+from tests.support.desktop import Desktop
 from tests.support.loopback import loopback_http
 
 

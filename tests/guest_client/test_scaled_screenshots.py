@@ -13,7 +13,7 @@ import pytest
 from PIL import Image, ImageChops
 
 from pytest_osworld.guest.client import GuestClient
-from tests.setup_and_evaluation.desktop import Desktop
+from tests.support.desktop import Desktop
 from tests.support.loopback import loopback_http
 
 SIZE = (1429, 804)  # what the anthropic-computer runner asks of a 1920x1080 screen

@@ -17,12 +17,6 @@ STAND_IN_DIR = Path(__file__).parent / "stand_in"
 STAND_IN_REPOSITORY = "pytest-osworld/sandbox-stand-in"
 
 
-def engine() -> docker.DockerClient:
-    client = docker.from_env()
-    client.ping()
-    return client
-
-
 def base_image(client: docker.DockerClient) -> str:
     """The project's base rootfs image (made by debootstrap when it is not there yet)."""
     from pytest_osworld.guest import rootfs

@@ -16,9 +16,9 @@ from pytest_osworld.services.profiles import PRESET_DIR, entries, names
 from pytest_osworld.settings import Settings, read_profile
 from pytest_osworld.settings import merge as merge_settings
 from tests.episode.runs import run_tasks
-from tests.services.conftest import run_leftovers
 from tests.services.tasks import plain_task, service_task, write_tasks
 from tests.support.paths import REPO
+from tests.support.services import run_leftovers
 
 ORACLE = ("--osworld-agent", "oracle")
 # OSWorld-V2 release osworld-v2-2026.08.08 (docs/services.md): GitLab's image, the websites' code.

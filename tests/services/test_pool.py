@@ -19,7 +19,7 @@ from pytest_osworld.sandbox import Owner, parse_hosts, sweep_run
 from pytest_osworld.services import BUILTIN, merge
 from pytest_osworld.services.lock import FairLock
 from pytest_osworld.services.pool import ServiceError, ServicePool, network_name, remove_services
-from tests.services.conftest import run_leftovers
+from tests.support.services import run_leftovers
 
 
 def make_pool(run_id: str, entries: dict[str, object] | None = None, restarts: int = 1) -> ServicePool:

@@ -37,10 +37,9 @@ from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.steps import through_proxy
 from pytest_osworld.tasks.model import Task
 from tests.episode.runs import run_tasks
-from tests.services.conftest import run_leftovers
 from tests.services.tasks import plain_task, write_tasks
 from tests.support.paths import REPO
-from tests.support.services import server_process
+from tests.support.services import run_leftovers, server_process
 from tests.support.taskfactory import task
 
 UPSTREAM_ENV = "OSWORLD_PROXY_UPSTREAM"

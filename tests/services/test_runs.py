@@ -14,8 +14,8 @@ import docker
 import pytest
 
 from tests.episode.runs import run_tasks
-from tests.services.conftest import run_leftovers
 from tests.services.tasks import plain_task, service_task, write_tasks
+from tests.support.services import run_leftovers
 
 ORACLE = ("--osworld-agent", "oracle")
 

@@ -21,10 +21,9 @@ from pytest_osworld.evaluation.getters.service import ServiceStateError
 from pytest_osworld.services import BUILTIN
 from pytest_osworld.services.access import ServiceAccess
 from pytest_osworld.services.pool import state_key
-from tests.services.conftest import run_leftovers
 from tests.support.bundled_runs import task_keys
 from tests.support.paths import REPO
-from tests.support.services import services_context, website_server
+from tests.support.services import run_leftovers, services_context, website_server
 from tests.support.shared_runs import SharedRun
 
 TASKS = REPO / "tasks" / "website.jsonl"

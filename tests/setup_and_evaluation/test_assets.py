@@ -14,7 +14,7 @@ from pytest_osworld.cli import main
 from pytest_osworld.setup.assets import HISTORY_EMPTY_URL, AssetCache, task_urls
 from pytest_osworld.setup.errors import AssetError, AssetMissing
 from pytest_osworld.tasks.model import Task
-from tests.setup_and_evaluation.desktop import FileServer, file_server
+from tests.support.desktop import FileServer, file_server
 from tests.support.taskfactory import task as make_task
 from tests.support.taskfactory import write_jsonl
 

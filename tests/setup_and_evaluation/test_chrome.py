@@ -15,9 +15,9 @@ from pytest_osworld.guest.devtools import DevTools
 from pytest_osworld.setup.assets import HISTORY_EMPTY_URL
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.steps import run_setup
-from tests.setup_and_evaluation.desktop import Desktop, FileServer, bridge_gateway, file_server
-from tests.setup_and_evaluation.fixtures import make_context
 from tests.setup_and_evaluation.test_setup_steps import steps, wait_for
+from tests.support.desktop import Desktop, FileServer, bridge_gateway, file_server
+from tests.support.desktop_fixtures import make_context
 
 pytestmark = pytest.mark.docker
 

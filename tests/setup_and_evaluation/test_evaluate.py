@@ -14,8 +14,8 @@ from pytest_osworld.evaluation.evaluate import Evaluation, evaluate, is_fail
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.errors import SetupError
 from pytest_osworld.tasks.model import Getter, Task
-from tests.setup_and_evaluation.desktop import Desktop
-from tests.setup_and_evaluation.fixtures import make_context
+from tests.support.desktop import Desktop
+from tests.support.desktop_fixtures import make_context
 from tests.support.taskfactory import task as make_task
 
 EXPECTED_URL = "https://files.example.invalid/expected-lines.txt"

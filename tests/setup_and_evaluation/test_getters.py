@@ -14,9 +14,9 @@ import pytest
 
 from pytest_osworld.evaluation.getters import GETTERS, get_getter, getter_unavailable_reason
 from pytest_osworld.setup.context import TaskContext
-from tests.setup_and_evaluation.desktop import Desktop
-from tests.setup_and_evaluation.fixtures import make_context
 from tests.setup_and_evaluation.test_setup_steps import wait_for
+from tests.support.desktop import Desktop
+from tests.support.desktop_fixtures import make_context
 
 TEST_SMALL_GETTERS = {
     "vm_file",

@@ -31,7 +31,7 @@ def _records(run_dir: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def test_the_null_agent_passes_no_chrome_task_of_test_small(pytester: pytest.Pytester, docker_engine: Any) -> None:
+def test_the_null_agent_passes_no_chrome_task_of_test_small(pytester: pytest.Pytester, engine: Any) -> None:
     split = shared_examples() / "test_small.json"
     chrome = {e.key: e for e in read_split(split) if e.domain == "chrome"}
     pytester.makeini("[pytest]\n")  # the rootdir is pytester's folder, not the shared examples

@@ -24,10 +24,10 @@ from pytest_osworld.guest.devtools import DevTools
 from pytest_osworld.setup import steps as setup_steps
 from pytest_osworld.setup.errors import SetupError
 from pytest_osworld.setup.steps import run_setup
-from tests.setup_and_evaluation.desktop import Desktop, bridge_gateway, desktop
-from tests.setup_and_evaluation.fixtures import make_context
 from tests.setup_and_evaluation.test_chrome import START_CHROME
 from tests.setup_and_evaluation.test_setup_steps import steps
+from tests.support.desktop import Desktop, bridge_gateway, desktop
+from tests.support.desktop_fixtures import make_context
 
 pytestmark = pytest.mark.docker
 
@@ -110,11 +110,9 @@ def _sites(host: str) -> Iterator[Sites]:
 
 
 @pytest.fixture(scope="module")
-def browser_desktop(
-    docker_engine: Any, desktop_ref: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Desktop]:
+def browser_desktop(engine: Any, desktop_ref: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desktop]:
     """One desktop whose Chrome answers DevTools: each test opens its own tabs in it."""
-    with desktop(docker_engine, desktop_ref) as made:
+    with desktop(engine, desktop_ref) as made:
         ctx = make_context(made, tmp_path_factory.mktemp("start"))
         run_setup(ctx, steps(*START_CHROME))
         DevTools(ctx.devtools_url).wait_available()

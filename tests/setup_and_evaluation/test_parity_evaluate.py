@@ -20,8 +20,8 @@ from pytest_osworld.evaluation.metrics import get_metric
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.tasks.model import Task
 from tests.metrics.metric_files import gradient_image, write_pdf
-from tests.setup_and_evaluation.desktop import Desktop
-from tests.setup_and_evaluation.fixtures import make_context
+from tests.support.desktop import Desktop
+from tests.support.desktop_fixtures import make_context
 from tests.support.taskfactory import task as make_task
 
 pytestmark = pytest.mark.docker

@@ -28,9 +28,9 @@ from pytest_osworld.setup.assets import AssetCache
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.steps import run_setup
 from pytest_osworld.tasks.model import Task
-from tests.setup_and_evaluation.desktop import Desktop, FileServer, bridge_gateway, desktop, file_server
-from tests.setup_and_evaluation.fixtures import make_context
 from tests.setup_and_evaluation.test_setup_steps import steps
+from tests.support.desktop import Desktop, FileServer, bridge_gateway, desktop, file_server
+from tests.support.desktop_fixtures import make_context
 from tests.support.loopback import loopback_http
 from tests.support.taskfactory import task as make_task
 
@@ -79,9 +79,9 @@ def test_a_command_the_guest_cannot_run_scores_zero(shared_desktop: Desktop, tmp
 
 
 @pytest.mark.docker
-def test_a_command_past_the_guests_time_limit_scores_zero(docker_engine: Any, desktop_ref: str, tmp_path: Path) -> None:
+def test_a_command_past_the_guests_time_limit_scores_zero(engine: Any, desktop_ref: str, tmp_path: Path) -> None:
     """The guest kills a command at its time limit and answers 500 (upstream too): no value, 0."""
-    with desktop(docker_engine, desktop_ref, env={"GUEST_EXECUTE_TIMEOUT_S": "1"}) as made:
+    with desktop(engine, desktop_ref, env={"GUEST_EXECUTE_TIMEOUT_S": "1"}) as made:
         ctx = make_context(made, tmp_path)
         assert call(ctx, "vm_command_line", command="echo started; sleep 10", shell=True) is None
         evaluation = evaluate(

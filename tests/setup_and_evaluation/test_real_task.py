@@ -14,8 +14,8 @@ from pytest_osworld.evaluation.evaluate import evaluate
 from pytest_osworld.setup.steps import run_setup
 from pytest_osworld.tasks.model import DownloadParams
 from pytest_osworld.tasks.readers import TaskEntry, read_split
-from tests.setup_and_evaluation.desktop import Desktop
-from tests.setup_and_evaluation.fixtures import make_context
+from tests.support.desktop import Desktop
+from tests.support.desktop_fixtures import make_context
 from tests.support.paths import shared_examples
 
 pytestmark = pytest.mark.docker

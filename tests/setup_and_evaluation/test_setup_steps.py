@@ -17,8 +17,8 @@ from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.errors import SetupError
 from pytest_osworld.setup.steps import HANDLERS, SUPPORTED_STEP_TYPES, run_setup
 from pytest_osworld.tasks.model import STEP_TYPES, SetupStep
-from tests.setup_and_evaluation.desktop import Desktop, file_server
-from tests.setup_and_evaluation.fixtures import make_context
+from tests.support.desktop import Desktop, file_server
+from tests.support.desktop_fixtures import make_context
 
 STEPS = TypeAdapter(list[SetupStep])
 
@@ -93,7 +93,7 @@ def test_offline_download_miss_is_a_setup_error_naming_the_fix(shared_desktop: D
 
 @pytest.mark.docker
 def test_guest_downloads_from_a_host_server_through_the_bridge(shared_desktop: Desktop, tmp_path: Path) -> None:
-    from tests.setup_and_evaluation.desktop import bridge_gateway
+    from tests.support.desktop import bridge_gateway
 
     www = tmp_path / "www"
     www.mkdir()

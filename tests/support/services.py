@@ -15,7 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import docker
+
 from pytest_osworld.guest.client import GuestClient
+from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_RUN_ID
 from pytest_osworld.servers import IMAGE_PACKAGE
 from pytest_osworld.services.access import ServiceAccess
 from pytest_osworld.settings import Settings
@@ -78,3 +81,11 @@ def services_context(tmp_path: Path, services: dict[str, ServiceAccess]) -> Task
         cache_dir=tmp_path / "cache",
         services=services,
     )
+
+
+def run_leftovers(engine: docker.DockerClient, run_id: str) -> tuple[list[str], list[str]]:
+    """Names of the containers and networks labelled with ``run_id`` that are still there."""
+    labels = {"label": [f"{LABEL_MANAGED}=1", f"{LABEL_RUN_ID}={run_id}"]}
+    containers = [c.name for c in engine.containers.list(all=True, filters=labels)]
+    networks = [n.name for n in engine.networks.list(filters=labels)]
+    return containers, networks

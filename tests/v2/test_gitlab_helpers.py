@@ -19,14 +19,14 @@ from pytest_osworld.services.access import ServiceAccess
 from pytest_osworld.v2.runtime.desktop_env.controllers import gitlab as helpers
 from pytest_osworld.v2.runtime.loader import own_api
 from pytest_osworld.v2.runtime.state import RuntimeUnavailable, TaskRuntime, active
-from tests.services.test_forge import Forge, forge_server  # noqa: F401 - the server, shared with the forge's tests
+from tests.support.forge import Forge
 
 ALICE = {"username": "alice", "email": "alice@example.com", "name": "Alice Liddell", "password": "wonderland-42"}
 UNREACHABLE = "http://127.0.0.1:9"  # nothing listens on the discard port: a call there fails
 
 
 @pytest.fixture
-def forge(forge_server: Forge, monkeypatch: pytest.MonkeyPatch) -> Forge:  # noqa: F811 - the imported fixture
+def forge(forge_server: Forge, monkeypatch: pytest.MonkeyPatch) -> Forge:
     """The forge at its seed, and no GitLab variable of the machine in sight."""
     forge_server.reset()
     monkeypatch.delenv("GITLAB_URL", raising=False)

@@ -24,17 +24,6 @@ TEST_MEMORY = "2000m"  # not the default 2048m: the tests' saved state is their 
 
 
 @pytest.fixture(scope="session")
-def engine() -> Iterator[docker.DockerClient]:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - the VM layer cannot be tested without an engine
-        pytest.fail(f"no Docker engine answers ({exc}); start dockerd", pytrace=False)
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="session")
 def runner(engine: docker.DockerClient) -> str:
     return runner_image.ensure_runner_image(engine)
 

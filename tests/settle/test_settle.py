@@ -9,7 +9,7 @@ import pytest
 
 from pytest_osworld.settle import QUIET_WINDOW_S, Watched, wait_fixed, wait_quiet, watched_files
 from pytest_osworld.tasks.model import Evaluator
-from tests.setup_and_evaluation.desktop import Desktop
+from tests.support.desktop import Desktop
 
 
 @pytest.mark.docker

@@ -17,24 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from pytest_osworld.guest.client import GuestClient
 from pytest_osworld.sandbox.base import API_PORT, GUEST_PORTS
 
 LABELS = {"io.pytest-osworld.managed": "1", "io.pytest-osworld.test": "runtime"}
 READY_S = 180.0
-
-
-def docker_client() -> Any:
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        return client
-    except Exception as exc:  # noqa: BLE001 - a desktop test without an engine fails, never passes by skipping
-        pytest.fail(f"no Docker engine answers ({exc}); start dockerd (.ci/setup does)", pytrace=False)
 
 
 def desktop_image(client: Any) -> str:

@@ -1,4 +1,5 @@
-"""Fixtures over real desktop containers, shared by tests/setup_and_evaluation and tests/guest_client."""
+"""Fixtures over real desktop containers, shared by tests/setup_and_evaluation, tests/guest_client and tests/settle
+(a plugin loaded by tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,31 +13,25 @@ from pytest_osworld.sandbox.base import API_PORT, Sandbox
 from pytest_osworld.settings import Settings
 from pytest_osworld.setup.assets import AssetCache
 from pytest_osworld.setup.context import TaskContext
-
-from .desktop import Desktop, desktop, desktop_image, docker_client
-
-
-@pytest.fixture(scope="session")
-def docker_engine() -> Any:
-    return docker_client()
+from tests.support.desktop import Desktop, desktop, desktop_image
 
 
 @pytest.fixture(scope="session")
-def desktop_ref(docker_engine: Any) -> str:
-    return desktop_image(docker_engine)
+def desktop_ref(engine: Any) -> str:
+    return desktop_image(engine)
 
 
 @pytest.fixture(scope="session")
-def shared_desktop(docker_engine: Any, desktop_ref: str) -> Iterator[Desktop]:
+def shared_desktop(engine: Any, desktop_ref: str) -> Iterator[Desktop]:
     """One container for checks that only read, or write files no other test looks at."""
-    with desktop(docker_engine, desktop_ref) as made:
+    with desktop(engine, desktop_ref) as made:
         yield made
 
 
 @pytest.fixture
-def fresh_desktop(docker_engine: Any, desktop_ref: str) -> Iterator[Desktop]:
+def fresh_desktop(engine: Any, desktop_ref: str) -> Iterator[Desktop]:
     """A container of its own, for tests whose state matters (windows, browser, settings)."""
-    with desktop(docker_engine, desktop_ref) as made:
+    with desktop(engine, desktop_ref) as made:
         yield made
 
 
