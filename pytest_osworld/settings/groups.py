@@ -438,7 +438,9 @@ class ReportsGroup(_Group):
 
 
 class GateGroup(_Group):
-    title: ClassVar[str] = "the run's exit status from its success rate: against a baseline, a floor, a most of masked tasks"
+    title: ClassVar[str] = (
+        "the run's exit status: its success rate against a baseline or a floor, and how many tasks may be masked"
+    )
     baseline: Path | None = Field(None, description="a summary.json to compare this run against")
     max_drop: float | None = Field(None, ge=0, description="largest allowed drop of the success rate, in points")
     min_success: float | None = Field(None, ge=0, le=1, description="lowest allowed success rate, 0..1")
