@@ -56,7 +56,7 @@ def main() -> int:
     finally:
         close_provider(provider, owner)
 
-    name = settings.sandbox
+    name = settings.sandbox.name
     host = pick_host(host_pool(settings), owner.worker_id)  # the provider's: this process is no xdist worker
     print(f"\nsandbox profile {name}, {args.n} sandboxes on {host.display}")
     print(f"create-to-ready: median {statistics.median(ready):.2f} s, p90 {p90(ready):.2f} s")

@@ -120,7 +120,7 @@ class Episode:
         self.guest.sandbox_alive = sandbox.alive
         self.result = result
         self.durations = Durations(sandbox_ready=sandbox.ready_seconds)
-        self.screen_size = (settings.screen_width, settings.screen_height)
+        self.screen_size = (settings.sandbox.screen_width, settings.sandbox.screen_height)
         # What the agent is asked (an OSWorld-V2 phase changes it), and text for its next observation
         # only (the simulated user's answer).
         self.instruction = entry.task.instruction
@@ -195,7 +195,7 @@ class Episode:
     def _setup(self) -> None:
         with self._phase("setup"):
             try:
-                self.guest.wait_ready(time.monotonic() + self.settings.guest_ready_timeout)
+                self.guest.wait_ready(time.monotonic() + self.settings.loop.guest_ready_timeout)
                 size = self.guest.screen_size()
                 self.screen_size = (int(size["width"]), int(size["height"]))
                 self._register_with_proxy()
@@ -206,7 +206,7 @@ class Episode:
                 raise self._mask(Termination.SETUP_ERROR, exc) from None
             except GuestError as exc:
                 raise self._mask(Termination.SETUP_ERROR, exc) from None
-        if self.settings.keep_video:
+        if self.settings.reports.keep_video:
             self.guest.start_recording()
 
     def _run_config(self) -> None:
@@ -231,7 +231,9 @@ class Episode:
             )
 
     def _observe(self, step: int) -> Observation:
-        wants_tree = self.runner.needs_accessibility_tree or self.settings.observation in ACCESSIBILITY_OBSERVATIONS
+        wants_tree = (
+            self.runner.needs_accessibility_tree or self.settings.loop.observation in ACCESSIBILITY_OBSERVATIONS
+        )
         note, self._note = self._note, None
         # A runner whose model sees a smaller screen gets it scaled by the guest, from the same grab:
         # the scaling's CPU is the sandbox's, not the one machine's that runs every episode.
@@ -261,9 +263,9 @@ class Episode:
 
         Only a guest that is gone raises (:class:`GuestUnreachable`); the action is never sent twice.
         """
-        answer = self.guest.run_action(self._code(action), self.settings.action_timeout)
-        if self.settings.settle:
-            time.sleep(self.settings.settle)  # the UI's reaction time, as upstream's pause after an action
+        answer = self.guest.run_action(self._code(action), self.settings.loop.action_timeout)
+        if self.settings.loop.settle:
+            time.sleep(self.settings.loop.settle)  # the UI's reaction time, as upstream's pause after an action
         status = "timeout" if answer.timed_out else ("ok" if answer.returncode == 0 else "error")
         return {
             "execute_status": status,
@@ -317,7 +319,7 @@ class Episode:
                 continue
             if action.kind == "WAIT":
                 # The agent asked to wait: as long as it said, else the setting.
-                time.sleep(self.settings.wait_seconds if action.seconds is None else action.seconds)
+                time.sleep(self.settings.loop.wait_seconds if action.seconds is None else action.seconds)
                 fields: dict[str, Any] = {}
             else:
                 fields = self._execute(action)
@@ -338,7 +340,7 @@ class Episode:
 
     def _keep_model_io(self, step: int, decision: Decision) -> None:
         messages = self.runner.last_messages
-        if not self.settings.keep_model_io or not messages:
+        if not self.settings.reports.keep_model_io or not messages:
             return
         self.recorder.model_io(
             {"step": step, "request": [_message_json(m) for m in messages], "response": decision.response}
@@ -346,9 +348,9 @@ class Episode:
 
     def _agent_loop(self) -> _Loop:
         loop = _Loop()
-        deadline = time.monotonic() + self.settings.episode_timeout
+        deadline = time.monotonic() + self.settings.loop.episode_timeout
         first_step = self._step_base + 1
-        last_step = self._step_base + self.settings.max_steps
+        last_step = self._step_base + self.settings.loop.max_steps
         with self._phase("agent"):
             try:
                 obs = self._observe(self._step_base)
@@ -381,7 +383,7 @@ class Episode:
 
     def _settle_start(self) -> None:
         """Wait for what setup launched to finish opening before the first observation (``start_settle``)."""
-        mode = self.settings.start_settle
+        mode = self.settings.loop.start_settle
         try:
             if mode == "quiet":
                 settled = wait_quiet(self.guest, [], limit=START_QUIET_LIMIT_S)
@@ -393,7 +395,7 @@ class Episode:
 
     def _settle(self, last_screen: bytes | None) -> None:
         """Wait for the guest to settle before the evaluation reads it (``eval_settle``)."""
-        mode = self.settings.eval_settle
+        mode = self.settings.loop.eval_settle
         try:
             if mode == "quiet":
                 settled = wait_quiet(self.guest, watched_files(self.entry.task.evaluator), last_screen=last_screen)
@@ -429,7 +431,7 @@ class Episode:
         try:
             final = last_screen if last_screen is not None else self.guest.screenshot()
             self.result.artifacts["final_screenshot"] = self.recorder.final_screenshot(final)
-            if self.settings.keep_video:
+            if self.settings.reports.keep_video:
                 with tempfile.TemporaryDirectory() as tmp:
                     mp4 = self.guest.end_recording(Path(tmp) / "recording.mp4")
                     name = self.recorder.video(mp4.read_bytes())

@@ -121,7 +121,7 @@ def gaps(task: Task, settings: Settings, assets: AssetCache | None = None) -> Ga
                 found.unavailable[f"getter {name}"] = reason
     found.metrics, metric_reasons = _metric_gaps(task.evaluator.metric_names)
     found.unavailable.update(metric_reasons)
-    if settings.offline:
+    if settings.tasks.offline:
         cache = assets or AssetCache.from_settings(settings)
         found.uncached = [url for url in task_urls(task) if not cache.contains(url)]
         found.live = live_sites(task)
@@ -251,7 +251,7 @@ def support_report(
         "total": total,
         "supported": supported,
         "fraction": supported / total if total else 0.0,
-        "offline": settings.offline,
+        "offline": settings.tasks.offline,
         "domains": {d: _domain_row(domains[d], provides) for d in sorted(domains)},
         "missing": dict(sorted(missing.items(), key=lambda kv: (-kv[1], kv[0]))),
         "asset_cache": {
@@ -367,7 +367,7 @@ def _task_lines(report: dict[str, Any], sandbox: dict[str, Any]) -> list[str]:
 
 
 def sandbox_provides(settings: Settings, *, build: bool = False, progress: Progress | None = None) -> Provides:
-    """What ``settings.sandbox`` provides, asked of its provider (no sandbox starts; a build only when
+    """What ``settings.sandbox.name`` provides, asked of its provider (no sandbox starts; a build only when
     asked), with the apps its profile declares (``sandbox_profiles.NAME.apps``) in place of the manifest's.
     Raises :class:`SandboxConfigError` for a sandbox that is not defined or a malformed ``apps``."""
     from pytest_osworld.sandbox.profiles import declared_apps
@@ -376,7 +376,7 @@ def sandbox_provides(settings: Settings, *, build: bool = False, progress: Progr
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    name = settings.sandbox
+    name = settings.sandbox.name
     apps = declared_apps(settings)  # SandboxConfigError, as an unknown sandbox name: the caller says it
     found = provider_class(name, settings).provides(settings, build=build, progress=progress or say)
     return found if apps is None else with_declared_apps(found, apps, f"sandbox_profiles.{name}.apps")

@@ -24,7 +24,7 @@ class OracleRunner(Runner):
         solution = ctx.entry.task.solution
         if not solution:
             raise RunnerUnavailable("task has no reference solution")
-        screen = (ctx.settings.screen_width, ctx.settings.screen_height)
+        screen = (ctx.settings.sandbox.screen_width, ctx.settings.sandbox.screen_height)
         frame = Frame(screen=screen, image=screen)
         # Every entry is checked before the first runs: a broken solution is the task's fault,
         # and finding it at step 7 would leave the guest half-changed and the failure unclear.

@@ -49,25 +49,25 @@ class PromptedRunner(Runner):
                 f"the {self.name} runner needs a model endpoint; set --osworld-model-url and --osworld-model"
             )
         settings = ctx.settings
-        if settings.observation not in self.supported_observations:
+        if settings.loop.observation not in self.supported_observations:
             raise OsworldError(
-                f"the {self.name} runner does not support --osworld-observation {settings.observation}; "
+                f"the {self.name} runner does not support --osworld-observation {settings.loop.observation}; "
                 f"use one of: {', '.join(sorted(self.supported_observations))}"
             )
         self.model: ModelClient = ctx.model
         self.instruction = ctx.entry.task.instruction
         self.ask_user = self.ask_user_rules if ctx.asks_user else ""
-        self.observation = settings.observation
-        self.sends_image = settings.observation != "a11y_tree"
-        self.needs_accessibility_tree = settings.observation in ("a11y_tree", "screenshot_a11y_tree")
-        self.max_width = settings.screenshot_max_width
-        self.max_height = settings.screenshot_max_height
-        self.relative = settings.relative_coordinates
-        self.history_images = settings.history_images
-        self.a11y_max_chars = settings.a11y_tree_max_chars
-        self.password = settings.client_password
+        self.observation = settings.loop.observation
+        self.sends_image = settings.loop.observation != "a11y_tree"
+        self.needs_accessibility_tree = settings.loop.observation in ("a11y_tree", "screenshot_a11y_tree")
+        self.max_width = settings.loop.screenshot_max_width
+        self.max_height = settings.loop.screenshot_max_height
+        self.relative = settings.loop.relative_coordinates
+        self.history_images = settings.loop.history_images
+        self.a11y_max_chars = settings.loop.a11y_tree_max_chars
+        self.password = settings.sandbox.client_password
         self.sampling: dict[str, Any] = Sampling.from_settings(settings).as_overrides()  # the task's own
-        self.history: deque[Turn] = deque(maxlen=settings.history_steps)
+        self.history: deque[Turn] = deque(maxlen=settings.loop.history_steps)
         self.last_messages: list[Message] = []  # the last request, for --osworld-keep-model-io
 
     # --- subclasses

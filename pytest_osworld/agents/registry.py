@@ -120,23 +120,23 @@ def check_agent(settings: Any) -> RunnerSource:
     """Session-start checks of the agent settings, before any sandbox: the runner exists, has the
     model it needs, and supports the observation type. Raises an :class:`OsworldError` naming the fix.
     """
-    if not settings.agent:
+    if not settings.loop.agent:
         raise UnknownRunner(f"no runner chosen; set --osworld-agent to one of: {', '.join(runner_names())}")
-    source = get_runner_class(settings.agent)
-    if getattr(source, "needs_model", False) and not settings.model_url:
+    source = get_runner_class(settings.loop.agent)
+    if getattr(source, "needs_model", False) and not settings.model.url:
         raise ModelConfigError(
-            f"the {settings.agent} runner needs a model endpoint; set --osworld-model-url and --osworld-model"
+            f"the {settings.loop.agent} runner needs a model endpoint; set --osworld-model-url and --osworld-model"
         )
     api = getattr(source, "model_api", None)
-    if api is not None and "model_api" in settings.model_fields_set and settings.model_api != api:
+    if api is not None and settings.given("model_api") and settings.model.api != api:
         raise ModelConfigError(
-            f"the {settings.agent} runner speaks the {api} API; --osworld-model-api {settings.model_api} names "
+            f"the {settings.loop.agent} runner speaks the {api} API; --osworld-model-api {settings.model.api} names "
             f"another (leave it out, or set it to {api})"
         )
     supported = getattr(source, "supported_observations", None)
-    if supported is not None and settings.observation not in supported:
+    if supported is not None and settings.loop.observation not in supported:
         raise OsworldError(
-            f"the {settings.agent} runner does not support --osworld-observation {settings.observation}; "
+            f"the {settings.loop.agent} runner does not support --osworld-observation {settings.loop.observation}; "
             f"use one of: {', '.join(sorted(supported))}"
         )
     return source

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             type=Path,
             default=None,
             metavar="DIR",
-            help=f"the cache folder (default: {Settings().asset_cache})",
+            help=f"the cache folder (default: {Settings().tasks.asset_cache})",
         )
 
     pre = assets_sub.add_parser("prefetch", help="download every file the tasks of INPUT fetch into the cache")
@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _cache(args: argparse.Namespace, rewrite: dict[str, str] | None = None) -> AssetCache:
-    return AssetCache(args.asset_cache or Settings().asset_cache, rewrite=rewrite)
+    return AssetCache(args.asset_cache or Settings().tasks.asset_cache, rewrite=rewrite)
 
 
 def _parse_rewrites(values: list[str]) -> dict[str, str]:

@@ -52,7 +52,9 @@ class Sampling:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Sampling:
-        return cls(temperature=settings.temperature, top_p=settings.top_p, max_tokens=settings.max_tokens)
+        return cls(
+            temperature=settings.model.temperature, top_p=settings.model.top_p, max_tokens=settings.model.max_tokens
+        )
 
     def as_overrides(self) -> dict[str, Any]:
         """Keyword arguments for :meth:`ModelClient.complete` (a task's overrides: only what is set)."""

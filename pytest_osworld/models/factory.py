@@ -44,7 +44,7 @@ def endpoint_api(settings: Settings) -> ModelApi:
     from pytest_osworld.agents.registry import runner_model_api  # the agents import this package
 
     api = runner_model_api(settings.runner_name)
-    return "anthropic" if api == "anthropic" else "openai" if api == "openai" else settings.model_api
+    return "anthropic" if api == "anthropic" else "openai" if api == "openai" else settings.model.api
 
 
 def make_model_client(
@@ -53,22 +53,22 @@ def make_model_client(
     retry: RetryPolicy | None = None,
     transport: httpx.BaseTransport | None = None,
 ) -> HttpModelClient | None:
-    """The client of ``settings.model_url`` (None when no URL is set: runners without a model).
+    """The client of ``settings.model.url`` (None when no URL is set: runners without a model).
 
     Sampling defaults come from the run's settings; a task's overrides are passed per request
     (``Sampling.from_settings(settings.for_task(id)).as_overrides()``).
     """
-    if not settings.model_url:
+    if not settings.model.url:
         return None
     client_class = CLIENTS[endpoint_api(settings)]
     return client_class(
-        url=settings.model_url,
-        model=settings.model,
-        key=read_key(settings.model_key_env),
-        key_env=settings.model_key_env,
+        url=settings.model.url,
+        model=settings.model.name,
+        key=read_key(settings.model.key_env),
+        key_env=settings.model.key_env,
         sampling=Sampling.from_settings(settings),
-        prices=Prices(settings.prompt_price, settings.completion_price),
-        timeout=settings.model_timeout,
-        retry=retry or RetryPolicy(retries=settings.model_retries, base=settings.model_backoff),
+        prices=Prices(settings.model.prompt_price, settings.model.completion_price),
+        timeout=settings.model.timeout,
+        retry=retry or RetryPolicy(retries=settings.model.retries, base=settings.model.backoff),
         transport=transport,
     )

@@ -62,12 +62,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if workerinput is not None:
         run_id, worker_id = workerinput["osworld_run_id"], workerinput["workerid"]
     else:
-        run_id, worker_id = settings.run_id or new_run_id(), None
+        run_id, worker_id = settings.reports.run_id or new_run_id(), None
     run = OsworldRun(settings=settings, run_id=run_id, worker_id=worker_id)
     start_run(config, run)
-    if settings.v2_hashes is not None:
+    if settings.tasks.v2_hashes is not None:
         try:
-            run.v2_pins = read_pins(settings.v2_hashes)
+            run.v2_pins = read_pins(settings.tasks.v2_hashes)
         except PinError as exc:
             raise pytest.UsageError(str(exc)) from None
     for name, help_text in {**MARKERS, **V2_MARKERS, UNRUNNABLE_MARKER: UNRUNNABLE_HELP}.items():
@@ -134,7 +134,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         except OsworldError as exc:
             raise pytest.UsageError(str(exc)) from None
     _skip_unsupported(session, run, items)
-    shard = run.settings.shard
+    shard = run.settings.tasks.shard
     if shard is None:
         return
     tasks = TaskItem | V2TaskItem
@@ -164,7 +164,7 @@ def _skip_unsupported(session: pytest.Session, run: OsworldRun, items: list[pyte
             skip = sandbox_skip(item.entry.task, provides)
         if skip is not None:
             if skip.unrunnable:
-                item.add_marker(pytest.mark.unrunnable(sandbox=run.settings.sandbox))
+                item.add_marker(pytest.mark.unrunnable(sandbox=run.settings.sandbox.name))
             item.add_marker(pytest.mark.skip(reason=skip.reason))
     for v2_item in items:
         if isinstance(v2_item, V2TaskItem) and (reason := v2_skip_reason(v2_item.task, run.settings)):
@@ -177,7 +177,7 @@ def _run_provides(config: pytest.Config, run: OsworldRun, *, build: bool = True)
     try:
         found = sandbox_provides(run.settings, build=build, progress=lambda line: _say(config, line))
     except SandboxConfigError as exc:  # the session's check stops the run with it before any task starts
-        found = unknown(run.settings.sandbox, f"sandbox {run.settings.sandbox!r}", str(exc))
+        found = unknown(run.settings.sandbox.name, f"sandbox {run.settings.sandbox.name!r}", str(exc))
     if not found.known:
         _say(config, unknown_provides_line(found))
     return found
@@ -211,8 +211,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         sources=run.sources,
         selected={item.run_key for item in items} | v2_selected,
         needs_gdrive={item.run_key for item in counted if item.get_closest_marker("needs_gdrive")},
-        shard=str(run.settings.shard) if run.settings.shard else None,
-        repeat=run.settings.repeat,
+        shard=str(run.settings.tasks.shard) if run.settings.tasks.shard else None,
+        repeat=run.settings.tasks.repeat,
         earlier=resumed.earlier if resumed else None,
         resumed=resumed.keys if resumed else None,
         v2=run.v2_input(v2_selected),
@@ -229,7 +229,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     s = run.settings
     model = (
-        ModelIdentity(api=s.model_api, name=s.model, url=EndpointUrl.parse(s.model_url).base) if s.model_url else None
+        ModelIdentity(api=s.model.api, name=s.model.name, url=EndpointUrl.parse(s.model.url).base)
+        if s.model.url
+        else None
     )
     # An unreadable manifest is reported by the summary, which reads it next; one that cannot be written
     # (a full disk) is a problem of the run, and the hooks after this one (the sweeps) still run.
@@ -244,4 +246,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     run = get_run(config)
     s = run.settings
-    return [f"osworld: run {run.run_id} -> {run.run_dir}, agent {s.runner_name or '-'}, sandbox {s.sandbox}"]
+    return [f"osworld: run {run.run_id} -> {run.run_dir}, agent {s.runner_name or '-'}, sandbox {s.sandbox.name}"]

@@ -55,9 +55,9 @@ class TaskFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         for entry in entries:
             register_domain_marker(self.config, entry.domain)
-            for repeat in range(1, run.settings.repeat + 1):
-                item = TaskItem.from_entry(self, entry, repeat, run.settings.repeat)
-                if run.settings.app_keywords:
+            for repeat in range(1, run.settings.tasks.repeat + 1):
+                item = TaskItem.from_entry(self, entry, repeat, run.settings.tasks.repeat)
+                if run.settings.tasks.app_keywords:
                     item.extra_keyword_matches.update(entry.task.related_apps)
                 yield item
 

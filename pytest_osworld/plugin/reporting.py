@@ -90,13 +90,13 @@ class RunReporting:
 
     def check_options(self) -> None:
         s = self.settings
-        if s.max_drop is not None and s.baseline is None:
+        if s.gate.max_drop is not None and s.gate.baseline is None:
             raise pytest.UsageError(
                 "--osworld-max-drop needs --osworld-baseline SUMMARY.json (the run to compare against)"
             )
-        if s.baseline is not None and not self.is_worker:
+        if s.gate.baseline is not None and not self.is_worker:
             try:
-                self.baseline = load_summary(Path(s.baseline))
+                self.baseline = load_summary(Path(s.gate.baseline))
             except OsworldError as exc:
                 raise pytest.UsageError(f"--osworld-baseline: {exc}") from None
 
@@ -203,8 +203,8 @@ class RunReporting:
             repeat=item.repeat,
             termination=outcome.termination or Termination.HARNESS_ERROR,
             message=sanitize(outcome.message or "", self.secrets) or None,
-            runner=s.agent,
-            model={"api": s.model_api, "name": s.model} if s.model else {},
+            runner=s.loop.agent,
+            model={"api": s.model.api, "name": s.model.name} if s.model.name else {},
             related_apps=list(item.entry.task.related_apps),
             markers=_markers(item),
             worker=self.run.worker_id,
@@ -269,7 +269,7 @@ class RunReporting:
             result=result,
             info=report_info(report) or {},
             runner=self.settings.runner_name,
-            model=self.settings.model,
+            model=self.settings.model.name,
             run_dir=self.run.run_dir,
             task_dir=self.store.path_of(key),
         )
@@ -313,12 +313,12 @@ class RunReporting:
             return
         rules = GateRules(
             baseline=self.baseline,
-            max_drop=self.settings.max_drop,
-            min_success=self.settings.min_success,
-            max_masked=self.settings.max_masked,
-            view=self.settings.gate_view,
-            gate=self.settings.gate,
-            alpha=self.settings.alpha,
+            max_drop=self.settings.gate.max_drop,
+            min_success=self.settings.gate.min_success,
+            max_masked=self.settings.gate.max_masked,
+            view=self.settings.gate.view,
+            gate=self.settings.gate.mode,
+            alpha=self.settings.gate.alpha,
         )
         if rules.active:
             self.gate = evaluate(self.summary, rules)

@@ -42,17 +42,17 @@ _RESUMED = pytest.StashKey["Resumed | None"]()
 def configure(config: pytest.Config, run: OsworldRun) -> None:
     """Adopt the run to continue; every problem with it is a usage error before anything runs."""
     config.stash[_RESUMED] = None
-    if run.settings.resume is None:
+    if run.settings.reports.resume is None:
         return
-    run_dir = Path(run.settings.resume).resolve()
+    run_dir = Path(run.settings.reports.resume).resolve()
     if not (run_dir / MANIFEST).is_file():
         raise pytest.UsageError(
             f"--osworld-resume {run_dir}: not a run folder (no {MANIFEST}); give <report_dir>/<run_id> of the run to continue"
         )
-    if run.settings.run_id and run.settings.run_id != run_dir.name:
+    if run.settings.reports.run_id and run.settings.reports.run_id != run_dir.name:
         raise pytest.UsageError(
             f"--osworld-resume {run_dir} continues run {run_dir.name}, but --osworld-run-id says "
-            f"{run.settings.run_id}; give one of them"
+            f"{run.settings.reports.run_id}; give one of them"
         )
     try:
         earlier = read_manifest(run_dir)

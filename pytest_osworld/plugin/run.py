@@ -52,7 +52,7 @@ class OsworldRun:
 
     @property
     def run_dir(self) -> Path:
-        return self.settings.report_dir / self.run_id
+        return self.settings.reports.dir / self.run_id
 
     @property
     def writes_run_files(self) -> bool:
@@ -71,7 +71,7 @@ class OsworldRun:
     def continue_run(self, run_dir: Path) -> None:
         """Become the run in ``run_dir`` (``--osworld-resume``): its id, its folder."""
         self.run_id = run_dir.name
-        self.settings = self.settings.model_copy(update={"report_dir": run_dir.parent, "run_id": run_dir.name})
+        self.settings = self.settings.replace(report_dir=run_dir.parent, run_id=run_dir.name)
 
     def _claim(self, ids: list[tuple[str, str]], fix: str) -> None:
         """Note each (task id, origin) as collected; ids collected before are one error listing them all."""
@@ -125,7 +125,7 @@ class OsworldRun:
         endpoint answers and serves the model (done once per session, by the controller).
         Raises an :class:`~pytest_osworld.errors.OsworldError` that says what to fix.
         """
-        settings = self.settings.model_copy(update={"agent": self.settings.runner_name})
+        settings = self.settings.replace(agent=self.settings.runner_name)
         source = check_agent(settings)
         if endpoint and getattr(source, "needs_model", False):
             client = make_model_client(settings)

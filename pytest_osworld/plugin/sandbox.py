@@ -154,7 +154,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     # The controller of xdist collects nothing, so it cannot see which tests need a sandbox: it checks
     # when the profile was chosen on purpose, or when task inputs are given.
-    if get_run(config).settings.sandbox != DESKTOP or _has_task_inputs(config):
+    if get_run(config).settings.sandbox.name != DESKTOP or _has_task_inputs(config):
         _check_and_report(config)
 
 

@@ -65,7 +65,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if not isinstance(item, TaskItem):
             continue
-        needed = required(item.entry.task, services, proxy=settings.proxy)
+        needed = required(item.entry.task, services, proxy=settings.services.proxy)
         if reason := undefined_reason(needed, services):
             item.add_marker(pytest.mark.skip(reason=f"unsupported here: {reason}"))
         elif needed:
@@ -147,8 +147,8 @@ def osworld_services(pytestconfig: pytest.Config) -> Iterator[ServicePool]:
             defined(settings),
             host=host,
             owner=owner,
-            suffix=settings.service_host_suffix,
-            restarts=settings.service_restarts,
+            suffix=settings.services.host_suffix,
+            restarts=settings.services.restarts,
         )
     except SandboxConfigError as exc:
         raise ServiceError(str(exc)) from None
@@ -170,7 +170,11 @@ def osworld_task_services(request: pytest.FixtureRequest) -> Iterator[TaskServic
     """
     item = request.node
     settings = get_run(request.config).settings
-    names = required(item.entry.task, defined(settings), proxy=settings.proxy) if isinstance(item, TaskItem) else []
+    names = (
+        required(item.entry.task, defined(settings), proxy=settings.services.proxy)
+        if isinstance(item, TaskItem)
+        else []
+    )
     if not names:
         yield None
         return

@@ -91,7 +91,7 @@ class V2TaskFile(pytest.File):
             run.register_v2(tasks, self.path)
         except (TaskInputErrors, PinError) as exc:
             raise self.CollectError(str(exc)) from None
-        repeats = run.settings.repeat
+        repeats = run.settings.tasks.repeat
         for task in tasks:
             for repeat in range(1, repeats + 1):
                 yield V2TaskItem.from_task(self, task, repeat, repeats)
@@ -151,7 +151,7 @@ def needed_services(task: V2Task, settings: Settings) -> list[str]:
     """The services a V2 task holds here: those it uses, and ``proxy`` for ``proxy = True`` only when the
     run enables the proxy and defines one (as for v1 tasks)."""
     names = [s for s in task.services if s != "proxy"]
-    if task.proxy and settings.proxy and "proxy" in defined(settings):
+    if task.proxy and settings.services.proxy and "proxy" in defined(settings):
         names.append("proxy")
     return names
 
@@ -176,22 +176,22 @@ def disk_problem(task: V2Task, settings: Settings) -> str | None:
     """A ``volume_size`` (GB) larger than the sandbox's disk: only OSWorld's VM has a fixed one here
     (``upstream_vm_disk_size``); a container's disk is its engine's."""
     wanted = task.fields.get("volume_size")
-    if settings.sandbox != "osworld-vm" or not isinstance(wanted, int | float) or isinstance(wanted, bool):
+    if settings.sandbox.name != "osworld-vm" or not isinstance(wanted, int | float) or isinstance(wanted, bool):
         return None
-    size = settings.upstream_vm_disk_size.strip().upper().removesuffix("B").removesuffix("G")
+    size = settings.vm.upstream_disk_size.strip().upper().removesuffix("B").removesuffix("G")
     if not size.isdigit() or int(size) >= wanted:
         return None
     return (
         f"the task needs a {wanted:g} GB disk (volume_size) and the osworld-vm sandbox gives "
-        f"{settings.upstream_vm_disk_size}; set upstream_vm_disk_size to {wanted:g}G or more"
+        f"{settings.vm.upstream_disk_size}; set upstream_vm_disk_size to {wanted:g}G or more"
     )
 
 
 def v2_settings(settings: Settings, task_id: str) -> Settings:
     """The task's settings; OSWorld-V2's guest password when the sandbox runs its VM image."""
     settings = settings.for_task(task_id)
-    if settings.v2_image:
-        return settings.model_copy(update={"client_password": V2_IMAGE_PASSWORD})
+    if settings.sandbox.v2_image:
+        return settings.replace(client_password=V2_IMAGE_PASSWORD)
     return settings
 
 
@@ -305,7 +305,9 @@ def osworld_v2_task(
             service_check = held.problem
         file_base = os.environ.get(BASE_ENV)
         runtime = TaskRuntime(item.task.id, services=access, file_base=file_base)
-        mode = ApiMode(settings.v2_code, checkout_environment(access, file_base) if settings.v2_code else None)
+        mode = ApiMode(
+            settings.tasks.v2_code, checkout_environment(access, file_base) if settings.tasks.v2_code else None
+        )
         try:
             with active(runtime), mode.api(loading=True):
                 _, task = load_task(item.task.file, item.task.id)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_osworld.settings import Settings
 
 REDACTED = "***"
 
@@ -88,18 +91,18 @@ def scrub(value: Any, secrets: Iterable[str] = ()) -> Any:
     return value
 
 
-def collect_secrets(settings: Any = None, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+def collect_secrets(settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The secret values this process knows of: the model key, secret-named environment variables,
     and the guest password when it is not the public default."""
     env = os.environ if environ is None else environ
     found: set[str] = set()
-    key_env = getattr(settings, "model_key_env", None)
+    key_env = settings.model.key_env if settings is not None else None
     if key_env and env.get(key_env):
         found.add(env[key_env])
     for name, value in env.items():
         if _SECRET_ENV_NAME.search(name) and value and len(value) >= MIN_ENV_SECRET_LENGTH:
             found.add(value)
-    password = getattr(settings, "client_password", None)
+    password = settings.sandbox.client_password if settings is not None else None
     if isinstance(password, str) and password not in _PUBLIC_PASSWORDS and len(password) >= MIN_SECRET_LENGTH:
         found.add(password)
     return tuple(sorted(found))

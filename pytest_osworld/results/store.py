@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -36,6 +36,9 @@ from pytest_osworld.errors import OsworldError
 from pytest_osworld.fsutil import atomic_write_bytes, atomic_write_text
 from pytest_osworld.results.record import StepRecord, TaskResult
 from pytest_osworld.results.sanitize import scrub
+
+if TYPE_CHECKING:
+    from pytest_osworld.settings import Settings
 
 RESULT_JSON = "result.json"
 RESULT_TXT = "result.txt"
@@ -126,12 +129,12 @@ class RunStore:
     problems: list[LoadProblem] = field(default_factory=list)
 
     @classmethod
-    def for_settings(cls, run_dir: Path, settings: Any, secrets: Iterable[str] = ()) -> RunStore:
+    def for_settings(cls, run_dir: Path, settings: Settings, secrets: Iterable[str] = ()) -> RunStore:
         return cls(
             run_dir=Path(run_dir),
-            keep_screenshots=bool(getattr(settings, "keep_screenshots", True)),
-            keep_model_io=bool(getattr(settings, "keep_model_io", False)),
-            keep_video=bool(getattr(settings, "keep_video", False)),
+            keep_screenshots=settings.reports.keep_screenshots,
+            keep_model_io=settings.reports.keep_model_io,
+            keep_video=settings.reports.keep_video,
             secrets=tuple(secrets),
         )
 

@@ -146,8 +146,8 @@ class SandboxProvider(ABC):
         from pytest_osworld.sandbox.provides import unknown
 
         return unknown(
-            settings.sandbox,
-            f"sandbox {settings.sandbox!r}",
+            settings.sandbox.name,
+            f"sandbox {settings.sandbox.name!r}",
             f"the provider {cls.__name__} does not declare what its sandbox provides (its classmethod provides)",
         )
 

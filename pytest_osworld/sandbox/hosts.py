@@ -131,7 +131,7 @@ def parse_hosts(values: list[str]) -> list[EngineHost]:
 
 def host_pool(settings: Settings) -> list[EngineHost]:
     """The environment hosts of a run (``--osworld-docker-host``), in the order given."""
-    return parse_hosts(settings.docker_host)
+    return parse_hosts(settings.sandbox.docker_host)
 
 
 def worker_index(worker_id: str | None) -> int:

@@ -164,9 +164,9 @@ class _OsworldVmOverrides(_Model):
 
 
 def resolve(settings: Settings) -> ContainerProfile:
-    """The profile named by ``settings.sandbox``, with the settings applied; errors name the key."""
-    name = settings.sandbox
-    entry = settings.sandbox_profiles.get(name)
+    """The profile named by ``settings.sandbox.name``, with the settings applied; errors name the key."""
+    name = settings.sandbox.name
+    entry = settings.sandbox.profiles.get(name)
     if entry is not None and not isinstance(entry, dict):
         raise SandboxConfigError(f"sandbox_profiles.{name}: expected a mapping of profile keys, got {entry!r}")
     if name == DESKTOP:
@@ -187,13 +187,13 @@ def declared_apps(settings: Settings) -> list[str] | None:
     Read off the settings without resolving the whole profile (any sandbox's entry may declare them);
     the profile's own validation, at the session's check, reports any other problem of the entry.
     """
-    entry = settings.sandbox_profiles.get(settings.sandbox)
+    entry = settings.sandbox.profiles.get(settings.sandbox.name)
     apps = entry.get("apps") if isinstance(entry, dict) else None
     if apps is None:
         return None
     if not isinstance(apps, list) or not all(isinstance(app, str) for app in apps):
         raise SandboxConfigError(
-            f"sandbox_profiles.{settings.sandbox}.apps: expected a list of OSWorld app names, got {apps!r}"
+            f"sandbox_profiles.{settings.sandbox.name}.apps: expected a list of OSWorld app names, got {apps!r}"
         )
     return apps
 
@@ -221,8 +221,8 @@ def _known_keys(model: type[_Model]) -> str:
 
 def _desktop(settings: Settings, over: _DesktopOverrides) -> ContainerProfile:
     env = {
-        "SCREEN_WIDTH": str(settings.screen_width),
-        "SCREEN_HEIGHT": str(settings.screen_height),
+        "SCREEN_WIDTH": str(settings.sandbox.screen_width),
+        "SCREEN_HEIGHT": str(settings.sandbox.screen_height),
         **over.env,
     }
     return ContainerProfile(
@@ -241,11 +241,9 @@ def _desktop(settings: Settings, over: _DesktopOverrides) -> ContainerProfile:
 
 
 def _osworld_vm(settings: Settings, over: _OsworldVmOverrides) -> ContainerProfile:
-    explicit = settings.model_fields_set
-
     def pick(flat: str, override: Any) -> Any:
-        value = getattr(settings, flat)
-        return value if flat in explicit or override is None else override
+        value = settings.value(flat)
+        return value if settings.given(flat) or override is None else override
 
     qcow2_setting = pick("upstream_vm_qcow2", over.qcow2)
     kvm = bool(pick("upstream_vm_kvm", over.kvm))
@@ -281,16 +279,16 @@ def _apply_flat_settings(profile: ContainerProfile, settings: Settings) -> Conta
         update={
             key: value
             for key, value in (
-                ("cpus", settings.sandbox_cpus),
-                ("memory", settings.sandbox_memory),
-                ("write_bps", settings.sandbox_write_bps),
-                ("write_iops", settings.sandbox_write_iops),
-                ("write_device", settings.sandbox_write_device),
+                ("cpus", settings.sandbox.cpus),
+                ("memory", settings.sandbox.memory),
+                ("write_bps", settings.sandbox.write_bps),
+                ("write_iops", settings.sandbox.write_iops),
+                ("write_device", settings.sandbox.write_device),
             )
             if value is not None
         }
     )
     readiness = profile.readiness
-    if settings.sandbox_start_timeout is not None:
-        readiness = readiness.model_copy(update={"deadline": settings.sandbox_start_timeout})
+    if settings.sandbox.start_timeout is not None:
+        readiness = readiness.model_copy(update={"deadline": settings.sandbox.start_timeout})
     return profile.model_copy(update={"resources": resources, "readiness": readiness})

@@ -54,7 +54,7 @@ def _plugin_entry_points() -> dict[str, EntryPoint]:
 
 def sandbox_names(settings: Settings) -> list[str]:
     """Every sandbox name these settings can use: built-in, installed plugins', the settings' profiles."""
-    return sorted({*BUILTIN, *_plugin_entry_points(), *settings.sandbox_profiles})
+    return sorted({*BUILTIN, *_plugin_entry_points(), *settings.sandbox.profiles})
 
 
 def unknown_sandbox(name: str, settings: Settings) -> SandboxConfigError:
@@ -78,7 +78,7 @@ def provider_class(name: str, settings: Settings) -> type[SandboxProvider]:
                 f"sandbox {name!r} from {distribution(ep)} cannot be loaded ({ep.value}): {type(exc).__name__}: {exc}"
             ) from exc
         return _checked(name, value, f"{distribution(ep)} ({ep.value})")
-    if name in settings.sandbox_profiles:
+    if name in settings.sandbox.profiles:
         return _checked(name, _load(CONTAINER), CONTAINER)
     raise unknown_sandbox(name, settings)
 
@@ -101,30 +101,30 @@ def make_provider(settings: Settings, owner: Owner, *, progress: Progress | None
     (``sandbox.pooled``). Raises :class:`SandboxConfigError` when the sandbox is unknown or invalid, or
     the engine does not answer.
     """
-    cls = provider_class(settings.sandbox, settings)
+    cls = provider_class(settings.sandbox.name, settings)
     provider = cls.from_settings(settings, owner, progress=progress)
-    if settings.warm_pool and not cls.pools_itself:
+    if settings.sandbox.warm_pool and not cls.pools_itself:
         from pytest_osworld.sandbox.pooled import PooledProvider
 
-        return PooledProvider(provider, settings.warm_pool, sandbox=settings.sandbox, progress=progress)
+        return PooledProvider(provider, settings.sandbox.warm_pool, sandbox=settings.sandbox.name, progress=progress)
     return provider
 
 
 def check_pool(settings: Settings, owner: Owner, *, progress: Progress | None = None) -> None:
     """The check before a session, on every host; raises :class:`SandboxConfigError` with every problem."""
-    provider_class(settings.sandbox, settings).check(settings, owner, progress=progress)
+    provider_class(settings.sandbox.name, settings).check(settings, owner, progress=progress)
 
 
 def describe_pool(settings: Settings, owner: Owner) -> dict[str, Any]:
     """The run manifest's ``sandbox`` entry, without starting a sandbox."""
-    return provider_class(settings.sandbox, settings).describe_pool(settings, owner)
+    return provider_class(settings.sandbox.name, settings).describe_pool(settings, owner)
 
 
 def end_run(settings: Settings, owner: Owner) -> int:
     """The run's end, in the process that owns it: what the run left, removed wherever it ran (the
     provider's own end, else the run's containers on every environment host, services left to their
     owner). Returns how many; never raises for an engine that does not answer."""
-    removed = provider_class(settings.sandbox, settings).end_run(settings, owner)
+    removed = provider_class(settings.sandbox.name, settings).end_run(settings, owner)
     if removed is None:
         removed = sweep_pool(host_pool(settings), owner.run_id, services=False)
     return removed
@@ -132,7 +132,7 @@ def end_run(settings: Settings, owner: Owner) -> int:
 
 def run_leftovers(settings: Settings, owner: Owner) -> list[Managed]:
     """What ended runs (other than this one) left where the sandboxes of these settings run."""
-    found = provider_class(settings.sandbox, settings).run_leftovers(settings, owner)
+    found = provider_class(settings.sandbox.name, settings).run_leftovers(settings, owner)
     if found is None:
-        found = find_leftovers(host_pool(settings), max_age=settings.sandbox_leftover_age, other_than=owner.run_id)
+        found = find_leftovers(host_pool(settings), max_age=settings.sandbox.leftover_age, other_than=owner.run_id)
     return found

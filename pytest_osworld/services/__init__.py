@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def defined(settings: Settings) -> dict[str, Service]:
     """The services of this run: the built-in ones, the presets' declarations, the profile's ``services:``."""
-    return merge(with_presets(BUILTIN, settings.service_presets), settings.services)
+    return merge(with_presets(BUILTIN, settings.services.presets), settings.services.declared)
 
 
 def required(task: Task, services: dict[str, Service], *, proxy: bool = False) -> list[str]:

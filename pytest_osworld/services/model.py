@@ -7,7 +7,7 @@ adds services of its own or overrides keys of built-in ones, with the same rules
 ``sandbox_profiles`` (a built-in entry adjusts, a new entry is a whole service; an unknown key is an
 error that names it).
 
-Nothing here imports the settings: ``settings.py`` validates its ``services`` key through
+Nothing here imports the settings: ``settings/groups.py`` validates its ``services`` key through
 :func:`check_entries` so a mistake is reported with the profile file it came from.
 """
 

@@ -86,7 +86,7 @@ class AssetCache:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AssetCache:
-        return cls(settings.asset_cache, offline=settings.offline, rewrite=settings.url_rewrite)
+        return cls(settings.tasks.asset_cache, offline=settings.tasks.offline, rewrite=settings.tasks.url_rewrite)
 
     # --- paths --------------------------------------------------------------------------------
 

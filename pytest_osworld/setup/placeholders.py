@@ -14,11 +14,11 @@ C = TypeVar("C", str, list[str])
 def values(settings: Settings) -> dict[str, str]:
     # The _HALF names come first: {SCREEN_WIDTH} is a prefix of {SCREEN_WIDTH_HALF}'s text.
     return {
-        PASSWORD: settings.client_password,
-        "{SCREEN_WIDTH_HALF}": str(settings.screen_width // 2),
-        "{SCREEN_HEIGHT_HALF}": str(settings.screen_height // 2),
-        "{SCREEN_WIDTH}": str(settings.screen_width),
-        "{SCREEN_HEIGHT}": str(settings.screen_height),
+        PASSWORD: settings.sandbox.client_password,
+        "{SCREEN_WIDTH_HALF}": str(settings.sandbox.screen_width // 2),
+        "{SCREEN_HEIGHT_HALF}": str(settings.sandbox.screen_height // 2),
+        "{SCREEN_WIDTH}": str(settings.sandbox.screen_width),
+        "{SCREEN_HEIGHT}": str(settings.sandbox.screen_height),
     }
 
 

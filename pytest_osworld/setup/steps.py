@@ -117,9 +117,9 @@ def _execute(ctx: TaskContext, step: Any) -> str:
     if not template:
         raise StepFailed("empty command")
     command = substitute(template, ctx.settings)
-    secret = ctx.settings.client_password if uses_password(template) else None
+    secret = ctx.settings.sandbox.client_password if uses_password(template) else None
     until = params.until or {}
-    deadline = time.monotonic() + ctx.settings.until_timeout
+    deadline = time.monotonic() + ctx.settings.loop.until_timeout
     failures = 0
     last_error = ""
     runs = 0
@@ -144,7 +144,7 @@ def _execute(ctx: TaskContext, step: Any) -> str:
         if until and time.monotonic() >= deadline:
             shown = f"exit {result.returncode}, stdout {_tail(result.output, 120)!r}" if result else last_error
             raise StepFailed(
-                f"'until' {until} not met after {runs} runs in {ctx.settings.until_timeout:g} s (last: "
+                f"'until' {until} not met after {runs} runs in {ctx.settings.loop.until_timeout:g} s (last: "
                 f"{redact(shown, secret)}); raise until_timeout if the guest is just slow"
             )
         time.sleep(UNTIL_POLL_S)  # upstream's pause between two runs
@@ -166,7 +166,7 @@ def _execute_with_verification(ctx: TaskContext, step: Any) -> str:
     if not params.command:
         raise StepFailed("empty command")
     template = params.command
-    secret = ctx.settings.client_password if uses_password(template) else None
+    secret = ctx.settings.sandbox.client_password if uses_password(template) else None
     try:
         result = ctx.guest.execute(substitute(template, ctx.settings), shell=bool(params.shell))
     except GuestRequestError as exc:
@@ -419,7 +419,7 @@ def _run_step(ctx: TaskContext, step: Any, index: int, phase: str) -> tuple[bool
         return False, "the guest stopped answering", exc
     except (StepFailed, GuestRequestError, AssetError, DevToolsError, OSError, ValueError) as exc:
         # OSError/ValueError: a host-side file the step names is unreadable, or a path leaves the cache.
-        secret = ctx.settings.client_password if _holds_password(step) else None
+        secret = ctx.settings.sandbox.client_password if _holds_password(step) else None
         message = redact(exc.message if isinstance(exc, GuestRequestError) else str(exc), secret)
         score_zero = getattr(step, "on_nonzero", None) == "score_zero"
         return False, message, SetupError(index, step.type, message, score_zero=score_zero, phase=phase)

@@ -121,14 +121,14 @@ class JudgeSettings:
         given: dict[str, Any] = {}
         configured: dict[str, Any] = {}
         for name, setting in LAYER_SETTINGS.items():
-            value = getattr(settings, setting)
+            value = settings.value(setting)
             if value is not None:
                 (given if setting in given_on_cli else configured)[name] = value
         return cls(
             given=JudgeLayer(**given),
             configured=JudgeLayer(**configured),
-            timeout=settings.judge_timeout,
-            prices=Prices(settings.judge_prompt_price, settings.judge_completion_price),
+            timeout=settings.judge.timeout,
+            prices=Prices(settings.judge.prompt_price, settings.judge.completion_price),
         )
 
 

@@ -32,22 +32,22 @@ class VmConfig:
 
 
 def resolve(settings: Settings) -> VmConfig:
-    memory, cpus = QCOW2_DEFAULTS if settings.vm_qcow2 else OWN_DEFAULTS
-    if settings.vm_memory is not None:
-        memory = max(settings.vm_memory // (1024 * 1024), 256)
+    memory, cpus = QCOW2_DEFAULTS if settings.vm.qcow2 else OWN_DEFAULTS
+    if settings.vm.memory is not None:
+        memory = max(settings.vm.memory // (1024 * 1024), 256)
     # TCG emulates every instruction: a boot takes minutes where KVM takes seconds.
-    boot_timeout = settings.sandbox_start_timeout or (300.0 if settings.vm_accel == "kvm" else 900.0)
+    boot_timeout = settings.sandbox.start_timeout or (300.0 if settings.vm.accel == "kvm" else 900.0)
     return VmConfig(
-        accel=settings.vm_accel,
-        reset=settings.reset or "snapshot",
+        accel=settings.vm.accel,
+        reset=settings.vm.reset or "snapshot",
         memory_mib=int(memory),
-        cpus=settings.vm_cpus or cpus,
-        qcow2=str(settings.vm_qcow2) if settings.vm_qcow2 else None,
-        firmware=settings.vm_firmware,
+        cpus=settings.vm.cpus or cpus,
+        qcow2=str(settings.vm.qcow2) if settings.vm.qcow2 else None,
+        firmware=settings.vm.firmware,
         boot_timeout=boot_timeout,
-        restore_timeout=settings.vm_restore_timeout,
-        screen=(settings.screen_width, settings.screen_height),
-        container_cpus=settings.sandbox_cpus,
-        container_memory=settings.sandbox_memory,
-        client_password=settings.client_password,
+        restore_timeout=settings.vm.restore_timeout,
+        screen=(settings.sandbox.screen_width, settings.sandbox.screen_height),
+        container_cpus=settings.sandbox.cpus,
+        container_memory=settings.sandbox.memory,
+        client_password=settings.sandbox.client_password,
     )

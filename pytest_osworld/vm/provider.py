@@ -186,16 +186,16 @@ class VmProvider(SandboxProvider):
 
         A base disk of the user's own (``vm_qcow2``) is not read: unknown.
         """
-        if settings.vm_qcow2 is not None:
+        if settings.vm.qcow2 is not None:
             return unknown(
                 PROFILE,
-                f"vm_qcow2 {settings.vm_qcow2}",
+                f"vm_qcow2 {settings.vm.qcow2}",
                 "the vm sandbox boots a base disk of your own (vm_qcow2), which declares nothing; for OSWorld's "
                 "Ubuntu.qcow2 report with --sandbox osworld-vm, whose contents are declared",
             )
         # The project's own desktop image, whatever sandbox_profiles.desktop says: the VM is built from it.
         desktop = settings.model_copy(
-            update={"sandbox": "desktop", "sandbox_profiles": {**settings.sandbox_profiles, "desktop": {}}}
+            update={"sandbox": "desktop", "sandbox_profiles": {**settings.sandbox.profiles, "desktop": {}}}
         )
         found = provider_class("desktop", desktop).provides(desktop, build=build, progress=progress)
         return dataclasses.replace(found, sandbox=PROFILE, source=f"{found.source} (the VM boots its filesystem)")

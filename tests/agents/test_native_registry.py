@@ -58,7 +58,11 @@ def test_the_native_settings_refuse_what_the_protocols_do_not_have() -> None:
     with pytest.raises(SettingsError, match="--osworld-uitars-coordinates"):
         merge(cli={"uitars_coordinates": "normalized"})
     values = merge(cli={"acknowledge_safety_checks": "yes", "uitars_factor": "32", "anthropic_zoom": "no"})
-    assert values.acknowledge_safety_checks is True and values.uitars_factor == 32 and values.anthropic_zoom is False
+    assert (
+        values.model.acknowledge_safety_checks is True
+        and values.model.uitars_factor == 32
+        and values.model.anthropic_zoom is False
+    )
 
 
 def test_the_docs_worked_example_runs_as_written(model_server: ModelServer) -> None:
@@ -70,7 +74,7 @@ def test_the_docs_worked_example_runs_as_written(model_server: ModelServer) -> N
     exec(compile(code, "docs/agents.md", "exec"), namespace)  # the page's own example
     runner_class = namespace["JsonClicks"]
     settings = Settings(model_url=model_server.openai_url, model="test-model", model_retries=0)
-    assert endpoint_api(settings.model_copy(update={"agent": "pyautogui"})) == "openai"
+    assert endpoint_api(settings.replace(agent="pyautogui")) == "openai"
     ctx = context(settings, server=model_server)
 
     def said(text: str) -> Json:

@@ -57,11 +57,11 @@ def test_a_knob_given_beside_compat_is_refused_before_any_sandbox(pytester: pyte
 
 def test_compat_overrides_the_layers_below_it_and_refuses_a_per_task_change() -> None:
     settings = merge(cli={"compat": "true"}, ini={"max_steps": "15", "observation": "screenshot"})
-    assert {name: getattr(settings, name) for name in OSWORLD_LOOP} == OSWORLD_LOOP
-    assert merge(cli={}, ini={"compat": "false", "max_steps": "15"}).max_steps == 15
+    assert {name: settings.value(name) for name in OSWORLD_LOOP} == OSWORLD_LOOP
+    assert merge(cli={}, ini={"compat": "false", "max_steps": "15"}).loop.max_steps == 15
     with pytest.raises(SettingsError, match="compat sets max_steps for every task, and task_overrides of t"):
         merge(cli={"compat": True}, profile={"task_overrides": {"t": {"max_steps": 10}}})
-    assert Settings(compat=True, task_overrides={"t": {"temperature": 1.0}}).for_task("t").temperature == 1.0
+    assert Settings(compat=True, task_overrides={"t": {"temperature": 1.0}}).for_task("t").model.temperature == 1.0
 
 
 def _record(task_id: str, settings: Settings) -> TaskResult:

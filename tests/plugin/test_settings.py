@@ -17,20 +17,20 @@ def test_precedence_cli_over_profile_over_ini_over_default(tmp_path: Path) -> No
         profile={"max_steps": 20, "model": "from-profile"},
         ini={"max_steps": "10", "model": "from-ini", "agent": "null"},
     )
-    assert merged.max_steps == 30
-    assert merged.model == "from-profile"
-    assert merged.agent == "null"
-    assert merged.episode_timeout == Settings().episode_timeout
+    assert merged.loop.max_steps == 30
+    assert merged.model.name == "from-profile"
+    assert merged.loop.agent == "null"
+    assert merged.loop.episode_timeout == Settings().loop.episode_timeout
 
 
 def test_relative_paths_follow_where_they_were_written(tmp_path: Path) -> None:
     profile = tmp_path / "conf" / "p.yaml"
     merged = merge(cli={}, profile={"report_dir": "out"}, profile_path=profile, invocation_dir=tmp_path)
-    assert merged.report_dir == tmp_path / "conf" / "out"
+    assert merged.reports.dir == tmp_path / "conf" / "out"
     merged = merge(
         cli={"report_dir": "cli-out"}, profile={"report_dir": "out"}, profile_path=profile, invocation_dir=tmp_path
     )
-    assert merged.report_dir == tmp_path / "cli-out"
+    assert merged.reports.dir == tmp_path / "cli-out"
 
 
 def test_errors_name_key_and_source(tmp_path: Path) -> None:
@@ -58,9 +58,9 @@ def test_broken_yaml_names_the_line(tmp_path: Path) -> None:
 
 def test_task_overrides_apply_to_their_task_only() -> None:
     merged = merge(cli={}, profile={"temperature": 0.2, "task_overrides": {"t1": {"temperature": 0.9, "max_steps": 3}}})
-    assert merged.for_task("t1").temperature == 0.9
-    assert merged.for_task("t1").max_steps == 3
-    assert merged.for_task("t2").temperature == 0.2
+    assert merged.for_task("t1").model.temperature == 0.9
+    assert merged.for_task("t1").loop.max_steps == 3
+    assert merged.for_task("t2").model.temperature == 0.2
 
 
 def test_task_overrides_refuse_infrastructure_keys() -> None:
@@ -77,7 +77,7 @@ def test_layers_through_pytest(pytester: pytest.Pytester) -> None:
         def pytest_collection_finish(session):
             from pytest_osworld.plugin.run import get_run
             s = get_run(session.config).settings
-            print(f"SETTINGS max_steps={s.max_steps} repeat={s.repeat} agent={s.agent} model={s.model}")
+            print(f"SETTINGS max_steps={s.loop.max_steps} repeat={s.tasks.repeat} agent={s.loop.agent} model={s.model.name}")
         """
     )
     result = pytester.runpytest(

@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from pytest_osworld.results.sanitize import collect_secrets, sanitize, scrub
+from pytest_osworld.settings import Settings
 
 
 @pytest.mark.parametrize(
@@ -59,7 +58,7 @@ def test_scrub_redacts_secret_keys_and_strings_inside() -> None:
 
 
 def test_collect_secrets_finds_the_model_key_and_secret_named_variables() -> None:
-    settings = SimpleNamespace(model_key_env="MY_ENDPOINT_KEY", client_password="password")
+    settings = Settings(model_key_env="MY_ENDPOINT_KEY", client_password="password")
     env = {
         "MY_ENDPOINT_KEY": "k-123456789",
         "HF_TOKEN": "hf_abcdefghij",
@@ -68,4 +67,4 @@ def test_collect_secrets_finds_the_model_key_and_secret_named_variables() -> Non
         "DB_PASSWORD": "short",
     }
     assert collect_secrets(settings, env) == ("hf_abcdefghij", "k-123456789")
-    assert "guest-pass" in collect_secrets(SimpleNamespace(model_key_env=None, client_password="guest-pass"), {})
+    assert "guest-pass" in collect_secrets(Settings(client_password="guest-pass"), {})

@@ -85,10 +85,10 @@ def test_a_node_agent_gets_the_sandbox_settings_and_its_own_engine_only() -> Non
         screen_height=800,
     )
     inner = node_settings(settings)
-    assert inner.sandbox == "vm" and inner.vm_memory == 3 * GIB and inner.screen_width == 1280
-    assert inner.docker_host == []  # the node's own engine
-    assert inner.warm_pool == 0  # the agent keeps the node's pool, not a process pool inside it
-    assert inner.model_url is None and inner.model is None  # the model stays on the pytest machine
+    assert inner.sandbox.name == "vm" and inner.vm.memory == 3 * GIB and inner.sandbox.screen_width == 1280
+    assert inner.sandbox.docker_host == []  # the node's own engine
+    assert inner.sandbox.warm_pool == 0  # the agent keeps the node's pool, not a process pool inside it
+    assert inner.model.url is None and inner.model.name is None  # the model stays on the pytest machine
 
 
 def test_the_sandbox_each_node_starts_cannot_be_ray() -> None:

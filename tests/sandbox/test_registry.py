@@ -77,7 +77,7 @@ class PodProvider(SandboxProvider):
     @classmethod
     def from_settings(cls, settings, owner, *, progress=None):
         record("from_settings", owner.run_id)
-        return cls(settings.sandbox_profiles.get(settings.sandbox, {}).get("namespace", "default"), owner)
+        return cls(settings.sandbox.profiles.get(settings.sandbox.name, {}).get("namespace", "default"), owner)
 
     @classmethod
     def check(cls, settings, owner, *, progress=None):
@@ -85,7 +85,7 @@ class PodProvider(SandboxProvider):
 
     @classmethod
     def describe_pool(cls, settings, owner):
-        return {"profile": settings.sandbox, "namespace": settings.sandbox_profiles[settings.sandbox]["namespace"]}
+        return {"profile": settings.sandbox.name, "namespace": settings.sandbox.profiles[settings.sandbox.name]["namespace"]}
 
     def start(self, *, task_key, labels=None):
         record("start", task_key)

@@ -97,8 +97,8 @@ def test_a_service_entry_must_be_a_mapping_and_the_suffix_a_dns_suffix() -> None
 
 def test_defaults_of_the_settings() -> None:
     settings = Settings()
-    assert settings.service_host_suffix == "osworld.test" and settings.service_restarts == 1
-    assert {"echo", "proxy"} <= set(defined(settings)) and not settings.proxy  # built in; proxy: true off
+    assert settings.services.host_suffix == "osworld.test" and settings.services.restarts == 1
+    assert {"echo", "proxy"} <= set(defined(settings)) and not settings.services.proxy  # built in; proxy: true off
 
 
 def test_a_task_declares_services_and_proxy_means_the_proxy_service() -> None:

@@ -422,9 +422,9 @@ def test_proxy_true_takes_the_proxy_only_when_the_run_enables_it() -> None:
     listed = Task.model_validate(task("pl", domain="chrome", services=["proxy", "echo"]))
     off, on = Settings(), Settings(proxy=True)
     assert "proxy" in defined(off)  # built in, yet not taken
-    assert required(flagged, defined(off), proxy=off.proxy) == []
-    assert required(flagged, defined(on), proxy=on.proxy) == ["proxy"]
-    assert required(listed, defined(off), proxy=off.proxy) == ["proxy", "echo"]
+    assert required(flagged, defined(off), proxy=off.services.proxy) == []
+    assert required(flagged, defined(on), proxy=on.services.proxy) == ["proxy"]
+    assert required(listed, defined(off), proxy=off.services.proxy) == ["proxy", "echo"]
 
 
 def test_setup_launched_chrome_goes_through_the_proxy_the_task_holds(tmp_path: Path) -> None:

@@ -426,7 +426,7 @@ def test_skips_known_before_any_sandbox(tmp_path: Path) -> None:
     vm = Settings(agent="oracle", sandbox="osworld-vm")
     reason = skip_reason(task, vm)
     assert reason is not None and "needs a 64 GB disk (volume_size)" in reason and "32G" in reason
-    assert skip_reason(task, vm.model_copy(update={"upstream_vm_disk_size": "100G"})) is None
+    assert skip_reason(task, vm.replace(upstream_vm_disk_size="100G")) is None
     bare = read_task_file(
         _write(tmp_path, "d2", "from desktop_env.task_base import BaseTask\nclass T(BaseTask):\n    pass\n")
     )
@@ -454,8 +454,8 @@ def test_the_v2_image_password_only_on_v2s_image() -> None:
     from pytest_osworld.settings import Settings
 
     assert V2_IMAGE_PASSWORD == "osworld-public-evaluation"
-    assert v2_settings(Settings(), "001").client_password == "password"
-    assert v2_settings(Settings(v2_image=True), "001").client_password == V2_IMAGE_PASSWORD
+    assert v2_settings(Settings(), "001").sandbox.client_password == "password"
+    assert v2_settings(Settings(v2_image=True), "001").sandbox.client_password == V2_IMAGE_PASSWORD
 
 
 def test_base_task_defaults_are_the_static_readers() -> None:

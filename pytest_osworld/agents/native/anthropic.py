@@ -40,14 +40,14 @@ class AnthropicComputerRunner(NativeRunner):
     def __init__(self, ctx: RunnerContext) -> None:
         super().__init__(ctx)
         settings = ctx.settings
-        self.version = settings.anthropic_tool
-        self.zoom = self.version == "computer_20251124" and settings.anthropic_zoom
-        self.max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
+        self.version = settings.model.anthropic_tool
+        self.zoom = self.version == "computer_20251124" and settings.model.anthropic_zoom
+        self.max_tokens = settings.model.max_tokens or DEFAULT_MAX_TOKENS
         self.conversation = Conversation()
         self._last: tuple[bytes, bytes, tuple[int, int]] = (b"", b"", (0, 0))  # screenshot, scaled, size
 
     def image_size(self, screen: tuple[int, int]) -> tuple[int, int]:
-        if self.settings.screenshot_max_width or self.settings.screenshot_max_height:
+        if self.settings.loop.screenshot_max_width or self.settings.loop.screenshot_max_height:
             return super().image_size(screen)
         return anthropic_size(*screen)
 
@@ -83,7 +83,9 @@ class AnthropicComputerRunner(NativeRunner):
         body: dict[str, Any] = {
             "model": self.client.model,
             "max_tokens": self.max_tokens,
-            "system": prompts.COMPUTER_TOOL.format(password=self.settings.client_password, width=width, height=height),
+            "system": prompts.COMPUTER_TOOL.format(
+                password=self.settings.sandbox.client_password, width=width, height=height
+            ),
             "tools": [self.tool(view.frame)],
             "messages": items,
             **{k: v for k, v in self.sampling.items() if k in ("temperature", "top_p")},

@@ -115,9 +115,9 @@ class NativeRunner(Runner):
         if model.api != self.model_api:
             raise ModelConfigError(f"the {self.name} runner speaks the {self.model_api} API, not {model.api}")
         settings = ctx.settings
-        if settings.observation not in self.supported_observations:
+        if settings.loop.observation not in self.supported_observations:
             raise OsworldError(
-                f"the {self.name} runner does not support --osworld-observation {settings.observation}; "
+                f"the {self.name} runner does not support --osworld-observation {settings.loop.observation}; "
                 f"use one of: {', '.join(sorted(self.supported_observations))}"
             )
         self.client = model
@@ -125,7 +125,7 @@ class NativeRunner(Runner):
         self.instruction = ctx.entry.task.instruction
         self.asks_user = ctx.asks_user
         self.sampling = Sampling.from_settings(settings).as_overrides()
-        self.history_images = settings.history_images
+        self.history_images = settings.loop.history_images
         self.last_messages: list[Message] = []
         self._owed: list[_Owed] = []  # answers owed to the last turn's calls
         self._sent: list[_Owed] = []  # what the last exchange answered (restored when its turn is dropped)
@@ -135,7 +135,7 @@ class NativeRunner(Runner):
     def image_size(self, screen: tuple[int, int]) -> tuple[int, int]:
         """The size of the screenshot this protocol's model gets: the screen's, or within
         ``--osworld-screenshot-max-*``."""
-        return fit_size(*screen, self.settings.screenshot_max_width, self.settings.screenshot_max_height)
+        return fit_size(*screen, self.settings.loop.screenshot_max_width, self.settings.loop.screenshot_max_height)
 
     def screenshot_size(self, screen: tuple[int, int]) -> tuple[int, int] | None:
         size = self.image_size(screen)
@@ -178,7 +178,7 @@ class NativeRunner(Runner):
 
     def send(self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> JsonReply:
         """Send one request of the protocol (the client's retries, masks and redaction apply)."""
-        if self.settings.keep_model_io:
+        if self.settings.reports.keep_model_io:
             self.last_messages = model_io_messages(body)
         return self.client.send_json(path, body, headers=headers)
 

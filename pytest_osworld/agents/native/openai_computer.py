@@ -43,8 +43,8 @@ class OpenAIComputerRunner(NativeRunner):
     def __init__(self, ctx: RunnerContext) -> None:
         super().__init__(ctx)
         settings = ctx.settings
-        self.chain_by_id = settings.openai_chaining == "previous_response_id"
-        self.acknowledge = settings.acknowledge_safety_checks
+        self.chain_by_id = settings.model.openai_chaining == "previous_response_id"
+        self.acknowledge = settings.model.acknowledge_safety_checks
         self.previous_id: str | None = None
         self.items: list[Any] = []  # every item so far (items chaining)
         self.checks: dict[str, list[dict[str, Any]]] = {}  # call_id -> safety checks to acknowledge
@@ -59,7 +59,7 @@ class OpenAIComputerRunner(NativeRunner):
             "type": TOOL_TYPE,
             "display_width": frame.image[0],
             "display_height": frame.image[1],
-            "environment": self.settings.openai_environment,
+            "environment": self.settings.model.openai_environment,
         }
 
     def exchange(self, view: View, answers: list[CallAnswer]) -> ModelTurn:
@@ -79,13 +79,13 @@ class OpenAIComputerRunner(NativeRunner):
             "model": self.client.model,
             "tools": [self.tool(view.frame)],
             "input": new if self.chain_by_id else [*self.items, *new],
-            "instructions": prompts.OPENAI_COMPUTER.format(password=self.settings.client_password),
+            "instructions": prompts.OPENAI_COMPUTER.format(password=self.settings.sandbox.client_password),
             "truncation": "auto",
             "reasoning": {"summary": "concise"},
             **{k: v for k, v in self.sampling.items() if k in ("temperature", "top_p")},
         }
-        if self.settings.max_tokens:
-            body["max_output_tokens"] = self.settings.max_tokens
+        if self.settings.model.max_tokens:
+            body["max_output_tokens"] = self.settings.model.max_tokens
         if self.chain_by_id and self.previous_id is not None:
             body["previous_response_id"] = self.previous_id
         reply = self.send(PATH, body)

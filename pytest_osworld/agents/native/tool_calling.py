@@ -89,7 +89,7 @@ class ToolCallingRunner(NativeRunner):
 
     def view(self, observation: Observation) -> View:
         size = self.image_size(observation.screen_size)
-        frame = Frame(screen=observation.screen_size, image=size, relative=self.settings.relative_coordinates)
+        frame = Frame(screen=observation.screen_size, image=size, relative=self.settings.loop.relative_coordinates)
         return View(observation, screenshot_at(observation, size), frame)
 
     def exchange(self, view: View, answers: list[CallAnswer]) -> ModelTurn:
@@ -129,7 +129,7 @@ class ToolCallingRunner(NativeRunner):
 
     def _system(self, frame: Frame) -> str:
         text = prompts.TOOL_CALLING.format(
-            password=self.settings.client_password,
+            password=self.settings.sandbox.client_password,
             coordinates="Coordinates are "
             + prompts.coordinates(frame.relative, frame.image[0], frame.image[1])
             + ", with [0, 0] at the top left.",

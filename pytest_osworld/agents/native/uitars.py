@@ -43,7 +43,7 @@ class UITarsRunner(NativeRunner):
 
     def __init__(self, ctx: RunnerContext) -> None:
         super().__init__(ctx)
-        self.relative = ctx.settings.uitars_coordinates == "relative"
+        self.relative = ctx.settings.model.uitars_coordinates == "relative"
         self.past: list[tuple[bytes, str]] = []  # (screenshot sent, answer) of each kept turn
 
     def image_size(self, screen: tuple[int, int]) -> tuple[int, int]:
@@ -52,7 +52,9 @@ class UITarsRunner(NativeRunner):
     def view(self, observation: Observation) -> View:
         width, height = observation.screen_size
         s = self.settings
-        h_bar, w_bar = smart_resize(height, width, s.uitars_factor, s.uitars_min_pixels, s.uitars_max_pixels)
+        h_bar, w_bar = smart_resize(
+            height, width, s.model.uitars_factor, s.model.uitars_min_pixels, s.model.uitars_max_pixels
+        )
         # Sent as taken: the model's image processor resizes it to (w_bar, h_bar), the frame of its answers.
         frame = Frame(screen=(width, height), image=(w_bar, h_bar), relative=self.relative)
         return View(observation, observation.screenshot, frame)
@@ -65,7 +67,7 @@ class UITarsRunner(NativeRunner):
             infeasible=INFEASIBLE_PHRASE,
             call_user=prompts.UITARS_CALL_USER_ASKS if self.asks_user else prompts.UITARS_CALL_USER_V1,
             coordinates=prompts.coordinates(self.relative, width, height),
-            password=self.settings.client_password,
+            password=self.settings.sandbox.client_password,
             instruction=self.instruction,
         )
         messages: list[dict[str, Any]] = [

@@ -29,7 +29,7 @@ def get_vscode_config(ctx: TaskContext, config: dict[str, Any]) -> str | None:
         ctx.guest.run_pyautogui(code)
     time.sleep(PALETTE_SETTLE_S)  # the command writes its file asynchronously; upstream waits this long
     found = fetch_vm_file(ctx, config["path"], config["dest"])
-    if ctx.settings.eval_settle != "quiet":
+    if ctx.settings.loop.eval_settle != "quiet":
         return found
     deadline = time.monotonic() + PALETTE_FILE_LIMIT_S
     while found is None and time.monotonic() < deadline:

@@ -43,7 +43,7 @@ class OsworldVmProvider(ContainerProvider):
 
     @classmethod
     def provides(cls, settings: Settings, *, build: bool = False, progress: Progress | None = None) -> Provides:
-        return declared(settings.sandbox, DECLARED_MANIFEST)
+        return declared(settings.sandbox.name, DECLARED_MANIFEST)
 
     @classmethod
     def _pool_problems(cls, profile: ContainerProfile) -> list[str]:

@@ -88,7 +88,7 @@ class NodeAgent:
         self.node_id = str(ray.get_runtime_context().get_node_id())
         self.address = str(ray.util.get_node_ip_address())
         self.settings = Settings.model_validate(settings)
-        self.sandbox_name = self.settings.sandbox
+        self.sandbox_name = self.settings.sandbox.name
         self.owner = Owner(run_id=run_id, worker_id=f"ray-{self.node_id[:8]}")
         self.bundle = bundle
         self.heartbeat_timeout = heartbeat_timeout

@@ -92,12 +92,12 @@ class RunCluster:
     def __init__(self, settings: Settings, owner: Owner, *, progress: Progress | None) -> None:
         self.settings = settings
         self.owner = owner
-        self.slot = settings.ray_slot_resource
-        self.heartbeat_timeout = settings.ray_heartbeat_timeout
+        self.slot = settings.sandbox.ray_slot_resource
+        self.heartbeat_timeout = settings.sandbox.ray_heartbeat_timeout
         self.bundle = sandbox_bundle(settings)
         self._say = progress or (lambda line: log.info("%s", line))
         self.namespace = ray_connect.namespace_of(owner.run_id)
-        self.ray = ray_connect.connect(settings.ray_address, self.namespace)
+        self.ray = ray_connect.connect(settings.sandbox.ray_address, self.namespace)
         self.version = str(self.ray.__version__)
         self.nodes: dict[str, NodeRecord] = {}
         self.agents: dict[str, Any] = {}
@@ -145,7 +145,7 @@ class RunCluster:
             f"ray {self.version}: {len(usable)} of {len(self.nodes)} node(s) take sandboxes "
             f"({sum(r.info.slots for r in usable):g} slots of {self.slot}; each sandbox holds "
             + ", ".join(f"{k} {v:g}" for k, v in self.bundle.items())
-            + (f"; warm pool {self.settings.warm_pool} per node" if self.settings.warm_pool else "")
+            + (f"; warm pool {self.settings.sandbox.warm_pool} per node" if self.settings.sandbox.warm_pool else "")
             + ")"
         )
 
@@ -163,7 +163,7 @@ class RunCluster:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
         ).remote(
             run_id=self.owner.run_id,
-            settings=node_settings(self.settings).model_dump(mode="json"),
+            settings=node_settings(self.settings).flat(mode="json"),
             bundle=self.bundle,
             heartbeat_timeout=self.heartbeat_timeout,
         )
@@ -181,8 +181,8 @@ class RunCluster:
             self._say(
                 f"ray node {node_id[:12]} ({record.info.address}) takes no sandboxes: {problem.splitlines()[0][:300]}"
             )
-        elif self.settings.warm_pool:
-            self.agents[node_id].start_pool.remote(self.settings.warm_pool)
+        elif self.settings.sandbox.warm_pool:
+            self.agents[node_id].start_pool.remote(self.settings.sandbox.warm_pool)
 
     def _fence(self, record: NodeRecord) -> None:
         """Hold all of the node's slots in a placement group of this process: Ray places no sandbox there."""
@@ -261,7 +261,7 @@ class RunCluster:
     def leftovers(self) -> list[dict[str, Any]]:
         """What ended runs left on the nodes' engines, asked of every live agent (one answer per engine)."""
         refs = [
-            agent.leftovers.remote(self.settings.sandbox_leftover_age, self.owner.run_id)
+            agent.leftovers.remote(self.settings.sandbox.leftover_age, self.owner.run_id)
             for nid, agent in self.agents.items()
             if self.nodes[nid].lost_at is None
         ]
@@ -278,10 +278,10 @@ class RunCluster:
                 self._watch_once()
         return {
             "ray_version": self.version,
-            "address": self.settings.ray_address,
+            "address": self.settings.sandbox.ray_address,
             "namespace": self.namespace,
             "slot_resource": self.slot,
             "bundle": dict(self.bundle),
-            "warm_pool_per_node": self.settings.warm_pool,
+            "warm_pool_per_node": self.settings.sandbox.warm_pool,
             "nodes": [record.to_json() for record in self.nodes.values()],
         }

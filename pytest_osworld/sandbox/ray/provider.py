@@ -152,10 +152,10 @@ class RayProvider(SandboxProvider):
         self.settings = settings
         self.owner = owner
         self.bundle = sandbox_bundle(settings)
-        self.slot = settings.ray_slot_resource
+        self.slot = settings.sandbox.ray_slot_resource
         self.namespace = ray_connect.namespace_of(owner.run_id)
-        self.ray = ray_connect.connect(settings.ray_address, self.namespace)
-        self.allow = [ray_connect.driver_address(self.ray, settings.ray_address)]
+        self.ray = ray_connect.connect(settings.sandbox.ray_address, self.namespace)
+        self.allow = [ray_connect.driver_address(self.ray, settings.sandbox.ray_address)]
         self._agents: dict[str, Any] = {}
         self._live: dict[str, RaySandbox] = {}
         self._turn = _worker_index(owner.worker_id)
@@ -175,8 +175,12 @@ class RayProvider(SandboxProvider):
     @classmethod
     def describe_pool(cls, settings: Settings, owner: Owner) -> dict[str, Any]:
         inner = node_settings(settings)
-        entry: dict[str, Any] = {"provider": PROVIDER, "profile": inner.sandbox, "warm_pool": settings.warm_pool}
-        if inner.sandbox != "vm":  # the nodes' images are in the records (each node's engine has its own)
+        entry: dict[str, Any] = {
+            "provider": PROVIDER,
+            "profile": inner.sandbox.name,
+            "warm_pool": settings.sandbox.warm_pool,
+        }
+        if inner.sandbox.name != "vm":  # the nodes' images are in the records (each node's engine has its own)
             with contextlib.suppress(SandboxConfigError):
                 profile = profiles.resolve(inner)
                 entry["image"] = profile.image
@@ -193,13 +197,15 @@ class RayProvider(SandboxProvider):
         """What the inner sandbox provides, read on a node that runs sandboxes."""
         inner = node_settings(settings)
         try:
-            ray = ray_connect.connect(settings.ray_address, None)
+            ray = ray_connect.connect(settings.sandbox.ray_address, None)
         except SandboxConfigError as exc:
-            return unknown(PROVIDER, f"sandbox {inner.sandbox} on the Ray cluster", str(exc))
+            return unknown(PROVIDER, f"sandbox {inner.sandbox.name} on the Ray cluster", str(exc))
         try:
-            return on_nodes.what_a_node_provides(ray, settings.ray_slot_resource, inner.model_dump(mode="json"), build)
+            return on_nodes.what_a_node_provides(
+                ray, settings.sandbox.ray_slot_resource, inner.flat(mode="json"), build
+            )
         except Exception as exc:  # noqa: BLE001 - unknown, with why: the run's check says the rest
-            return unknown(PROVIDER, f"sandbox {inner.sandbox} on the Ray cluster", f"{type(exc).__name__}: {exc}")
+            return unknown(PROVIDER, f"sandbox {inner.sandbox.name} on the Ray cluster", f"{type(exc).__name__}: {exc}")
         finally:
             ray_connect.release()
 
@@ -209,7 +215,7 @@ class RayProvider(SandboxProvider):
         if run is not None:
             return run.close()
         try:
-            ray = ray_connect.connect(settings.ray_address, ray_connect.namespace_of(owner.run_id))
+            ray = ray_connect.connect(settings.sandbox.ray_address, ray_connect.namespace_of(owner.run_id))
         except SandboxConfigError:
             return 0
         try:
@@ -308,7 +314,7 @@ class RayProvider(SandboxProvider):
     def start(self, *, task_key: str, labels: Mapping[str, str] | None = None) -> RaySandbox:
         if self._closed:
             raise SandboxError("the ray provider of this process is closed")
-        sandbox = self._claim(task_key) if self.settings.warm_pool else self._place(task_key)
+        sandbox = self._claim(task_key) if self.settings.sandbox.warm_pool else self._place(task_key)
         self._live[sandbox.name] = sandbox
         return sandbox
 
@@ -327,11 +333,11 @@ class RayProvider(SandboxProvider):
         for _ in range(MAX_PLACEMENTS):
             selector = [{"ray.io/node-id": f"!in({','.join(left_out)})"}] if left_out else None
             group = self.ray.util.placement_group([self.bundle], strategy="STRICT_PACK", bundle_label_selector=selector)
-            remaining = self.settings.ray_place_timeout - (time.monotonic() - begun)
+            remaining = self.settings.sandbox.ray_place_timeout - (time.monotonic() - begun)
             if not group.wait(timeout_seconds=max(remaining, 0.001)):
                 self.ray.util.remove_placement_group(group)
                 raise SandboxError(
-                    f"no Ray node had a free sandbox slot ({self.slot}) within {self.settings.ray_place_timeout:g} s "
+                    f"no Ray node had a free sandbox slot ({self.slot}) within {self.settings.sandbox.ray_place_timeout:g} s "
                     f"(each sandbox holds {_bundle_text(self.bundle)}; see `ray status`)"
                 )
             placed = time.monotonic()
@@ -361,7 +367,7 @@ class RayProvider(SandboxProvider):
     def _claim(self, task_key: str) -> RaySandbox:
         """A ready sandbox from any node's warm pool; when none is ready, wait on the nodes in turn."""
         begun = time.monotonic()
-        deadline = begun + self.settings.ray_place_timeout
+        deadline = begun + self.settings.sandbox.ray_place_timeout
         first_round = True
         while True:
             agents = self._all_agents()
@@ -372,7 +378,7 @@ class RayProvider(SandboxProvider):
             first_round = False
             if time.monotonic() >= deadline:
                 raise SandboxError(
-                    f"no warm sandbox got ready on any Ray node within {self.settings.ray_place_timeout:g} s "
+                    f"no warm sandbox got ready on any Ray node within {self.settings.sandbox.ray_place_timeout:g} s "
                     f"({len(agents)} node(s) with agents; see `ray status`)"
                 )
             for node_id, agent in agents[:1]:  # then wait a moment on one node (the order turns)
@@ -459,16 +465,16 @@ def _bundle_text(bundle: Mapping[str, float]) -> str:
 def _describe_without_run(settings: Settings, owner: Owner) -> dict[str, Any]:
     """The cluster as Ray reports it now, for a process that holds no run's side (a benchmark, a tool)."""
     try:
-        ray = ray_connect.connect(settings.ray_address, ray_connect.namespace_of(owner.run_id))
+        ray = ray_connect.connect(settings.sandbox.ray_address, ray_connect.namespace_of(owner.run_id))
     except SandboxConfigError as exc:
         return {"problem": str(exc)}
     try:
         return {
             "ray_version": str(ray.__version__),
-            "address": settings.ray_address,
-            "slot_resource": settings.ray_slot_resource,
+            "address": settings.sandbox.ray_address,
+            "slot_resource": settings.sandbox.ray_slot_resource,
             "bundle": sandbox_bundle(settings),
-            "nodes": [n.to_json() for n in read_nodes(ray.nodes(), settings.ray_slot_resource)],
+            "nodes": [n.to_json() for n in read_nodes(ray.nodes(), settings.sandbox.ray_slot_resource)],
         }
     finally:
         ray_connect.release()

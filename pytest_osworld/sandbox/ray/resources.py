@@ -39,18 +39,18 @@ def node_settings(settings: Settings) -> Settings:
     """The settings a node's agent starts sandboxes with: the run's sandbox settings, its inner sandbox
     (``ray_sandbox``), the node's own engine (``DOCKER_HOST`` there, else its local socket), no pool of
     its own process (the agent keeps the node's)."""
-    data = settings.model_dump(mode="json")
+    data = settings.flat(mode="json")
     kept = {k: v for k, v in data.items() if k in _NODE_FIELDS or k.startswith(_NODE_PREFIXES)}
-    return Settings.model_validate({**kept, "sandbox": settings.ray_sandbox, "docker_host": [], "warm_pool": 0})
+    return Settings.model_validate({**kept, "sandbox": settings.sandbox.ray_sandbox, "docker_host": [], "warm_pool": 0})
 
 
 def sandbox_bundle(settings: Settings) -> dict[str, float]:
     """The resources one sandbox holds on its node while it lives (a placement group's bundle)."""
     inner = node_settings(settings)
-    bundle: dict[str, float] = {settings.ray_slot_resource: 1.0}
+    bundle: dict[str, float] = {settings.sandbox.ray_slot_resource: 1.0}
     cpus: float | None
     memory: int | None
-    if inner.sandbox == "vm":
+    if inner.sandbox.name == "vm":
         from pytest_osworld.vm import config as vm_config
 
         vm = vm_config.resolve(inner)

@@ -52,9 +52,9 @@ class SetupController:
         self.chromium_port = _port(context.url(DEVTOOLS_PORT))
         self.vlc_port = _port(context.url(VLC_PORT))
         self.cache_dir = str(context.cache_dir)
-        self.client_password = context.settings.client_password
-        self.screen_width = context.settings.screen_width
-        self.screen_height = context.settings.screen_height
+        self.client_password = context.settings.sandbox.client_password
+        self.screen_width = context.settings.sandbox.screen_width
+        self.screen_height = context.settings.sandbox.screen_height
         self.http_server = f"http://{self.vm_ip}:{self.server_port}"
 
     # --- v1 steps
@@ -134,7 +134,7 @@ class SetupController:
         )
         if not ok:
             shown = command if isinstance(command, str) else " ".join(command)
-            shown = redact(shown, self.context.settings.client_password)
+            shown = redact(shown, self.context.settings.sandbox.client_password)
             raise SetupError(index, "execute", f"{shown[:200]!r} exited {result.returncode}", phase=_PHASE)
         return answer
 
