@@ -34,7 +34,7 @@ from pytest_osworld.evaluation.evaluate import evaluate
 from pytest_osworld.guest.client import GuestError, GuestUnreachable
 from pytest_osworld.models.base import ModelError
 from pytest_osworld.models.messages import Message, Text
-from pytest_osworld.results.record import (
+from pytest_osworld.record import (
     Durations,
     LoopRecord,
     RestartRecord,

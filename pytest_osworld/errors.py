@@ -35,3 +35,18 @@ class TaskInputErrors(OsworldError):
 
 class SettingsError(OsworldError):
     """A setting has a bad value; the message names the key and where it came from."""
+
+
+class SandboxError(OsworldError):
+    """The sandbox could not be started (a mask: ``sandbox_error``). The message says why and how to fix it.
+
+    Here, in the core, and not in ``sandbox``: the guest's client (below the sandbox) raises
+    :class:`SandboxLost` when the guest stops answering."""
+
+    reason = "sandbox_error"
+
+
+class SandboxLost(SandboxError):
+    """A started sandbox died or stopped answering (a mask: ``sandbox_lost``)."""
+
+    reason = "sandbox_lost"

@@ -27,8 +27,8 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from pytest_osworld.errors import SettingsError
-from pytest_osworld.sandbox.units import ByteCount
 from pytest_osworld.tasks.shard import Shard
+from pytest_osworld.units import ByteCount
 
 CLI_PREFIX = "--osworld-"
 INI_PREFIX = "osworld_"

@@ -31,7 +31,8 @@ import docker.errors
 import httpx
 import requests.exceptions
 
-from pytest_osworld.sandbox.base import Sandbox, SandboxError, SandboxLost
+from pytest_osworld.errors import SandboxError, SandboxLost
+from pytest_osworld.sandbox.base import Sandbox
 from pytest_osworld.sandbox.hosts import EngineHost
 from pytest_osworld.sandbox.labels import Owner
 from pytest_osworld.sandbox.leftovers import ENGINE_RETURN_S, engine_back, is_unreachable, sweep_run

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pytest_osworld.sandbox.base import API_PORT, GUEST_PORTS, SandboxConfigError
 from pytest_osworld.sandbox.kvm import KVM_DEVICE
 from pytest_osworld.sandbox.registry import unknown_sandbox
-from pytest_osworld.sandbox.units import ByteCount, HttpPath
 from pytest_osworld.settings import Settings
+from pytest_osworld.units import ByteCount, HttpPath
 
 DESKTOP = "desktop"
 OSWORLD_VM = "osworld-vm"

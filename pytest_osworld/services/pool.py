@@ -10,7 +10,7 @@ the readiness and health probes of this process (through SSH forwards on an ``ss
 Before a task: each service it needs is health-checked (one quick probe); a service that does not
 answer is restarted (``service_restarts`` times) and, if it still does not, the task is masked
 ``service_error`` (:class:`ServiceError`). An exclusive service is held by one task at a time across
-every worker (:class:`~pytest_osworld.services.lock.FairLock`) and reset before each holder. After the
+every worker (:class:`~pytest_osworld.locks.FairLock`) and reset before each holder. After the
 task, :meth:`TaskServices.problem` says whether a service died meanwhile.
 
 The pool never removes a service: other workers may use it. The run's owner does at its end
@@ -38,9 +38,8 @@ import httpx
 import requests.exceptions
 
 from pytest_osworld.errors import OsworldError
-from pytest_osworld.guest.locks import file_lock
-from pytest_osworld.results.record import ServiceRecord
-from pytest_osworld.results.sanitize import remember
+from pytest_osworld.locks import FairLock, file_lock, lock_dir
+from pytest_osworld.record import ServiceRecord
 from pytest_osworld.sandbox import (
     LABEL_MANAGED,
     LABEL_ROLE,
@@ -59,8 +58,8 @@ from pytest_osworld.sandbox import (
     wait_ready,
 )
 from pytest_osworld.sandbox.tunnel import Forward
+from pytest_osworld.sanitize import remember
 from pytest_osworld.services.access import ServiceAccess
-from pytest_osworld.services.lock import FairLock, lock_dir
 from pytest_osworld.services.model import Service
 
 log = logging.getLogger("pytest_osworld.services")

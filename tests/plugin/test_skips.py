@@ -24,7 +24,7 @@ pytestmark = pytest.mark.docker
 INSTANT = """
 import pytest
 
-from pytest_osworld.results.record import TaskResult, Termination
+from pytest_osworld.record import TaskResult, Termination
 
 
 @pytest.fixture

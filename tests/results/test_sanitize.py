@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_osworld.results.sanitize import collect_secrets, sanitize, scrub
+from pytest_osworld.sanitize import collect_secrets, sanitize, scrub
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import docker
 
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.guest import build
-from pytest_osworld.guest.locks import engine_lock
+from pytest_osworld.locks import engine_lock
 from pytest_osworld.sandbox.base import Progress, SandboxConfigError
 from pytest_osworld.sandbox.hosts import EngineHost
 from pytest_osworld.sandbox.profiles import ContainerProfile
