@@ -1,7 +1,7 @@
 """What this engine can run, declared before any sandbox starts, and what a chosen sandbox can run.
 
 The plugin asks :func:`engine_skip` for each task, then :func:`sandbox_skip` against what the chosen
-sandbox provides (``sandbox.provides.sandbox_provides``): ``None`` to run it, else the skip and its reason (never a
+sandbox provides (``sandbox.profiles.sandbox_provides``): ``None`` to run it, else the skip and its reason (never a
 score). :func:`support_command` is ``pytest-osworld tasks support INPUT``: a task is runnable on a
 sandbox when the engine supports it and the sandbox provides every need of it
 (:mod:`pytest_osworld.tasks.needs` against :mod:`pytest_osworld.sandbox.provides`, in
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_osworld.evaluation.getters import CREDENTIAL_GETTERS, getter_unavailable_reason, missing_getters
-from pytest_osworld.sandbox.provides import Provides, sandbox_provides
+from pytest_osworld.sandbox.profiles import sandbox_provides
+from pytest_osworld.sandbox.provides import Provides
 from pytest_osworld.settings import Settings, merge, read_profile
 from pytest_osworld.setup.assets import AssetCache, task_urls
 from pytest_osworld.setup.steps import STEP_REQUIREMENTS, SUPPORTED_STEP_TYPES

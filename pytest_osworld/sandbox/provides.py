@@ -4,23 +4,17 @@ The project's desktop image records both at build time (``guest/image/bin/image-
 application's ``serves``, and ``commands``, the executables on PATH) in its manifest label. OSWorld's
 own VM image cannot be read without booting it: it has a declared manifest of the same shape in
 ``sandbox/manifests/``. A manifest without those keys (an image built before they existed) is
-unknown, never guessed: the answer says how to get a current one. ``sandbox_provides`` asks the chosen
-sandbox's provider (for ``tasks support --sandbox``, the run's skips, a Ray node's answer).
+unknown, never guessed: the answer says how to get a current one.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_osworld.sandbox.base import Progress
-from pytest_osworld.sandbox.profiles import declared_apps
-from pytest_osworld.sandbox.registry import provider_class
-from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.needs import Need, normalize_app
 
 MANIFESTS_DIR = Path(__file__).resolve().parent / "manifests"
@@ -106,17 +100,3 @@ def with_declared_apps(found: Provides, apps: Iterable[str], where: str) -> Prov
         declared_apps,
         commands=None,
     )
-
-
-def sandbox_provides(settings: Settings, *, build: bool = False, progress: Progress | None = None) -> Provides:
-    """What ``settings.sandbox`` provides, asked of its provider (no sandbox starts; a build only when
-    asked), with the apps its profile declares (``sandbox_profiles.NAME.apps``) in place of the manifest's.
-    Raises :class:`SandboxConfigError` for a sandbox that is not defined or a malformed ``apps``."""
-
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    name = settings.sandbox
-    apps = declared_apps(settings)  # SandboxConfigError, as an unknown sandbox name: the caller says it
-    found = provider_class(name, settings).provides(settings, build=build, progress=progress or say)
-    return found if apps is None else with_declared_apps(found, apps, f"sandbox_profiles.{name}.apps")

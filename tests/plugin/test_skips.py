@@ -10,8 +10,7 @@ import pytest
 
 from pytest_osworld.cli import main
 from pytest_osworld.sandbox import SandboxConfigError
-from pytest_osworld.sandbox.profiles import resolve
-from pytest_osworld.sandbox.provides import sandbox_provides
+from pytest_osworld.sandbox.profiles import resolve, sandbox_provides
 from pytest_osworld.settings import Settings
 from pytest_osworld.support import unrunnable_reason
 from pytest_osworld.tasks.model import Task

@@ -20,7 +20,8 @@ import requests.exceptions
 from pytest_osworld.sandbox.base import SandboxConfigError
 from pytest_osworld.sandbox.hosts import EngineHost
 from pytest_osworld.sandbox.leftovers import CleanReport, clean_engine, sweep_run
-from pytest_osworld.sandbox.provides import Provides, sandbox_provides
+from pytest_osworld.sandbox.profiles import sandbox_provides
+from pytest_osworld.sandbox.provides import Provides
 from pytest_osworld.sandbox.ray.resources import read_nodes, slot_nodes
 from pytest_osworld.settings import Settings
 
