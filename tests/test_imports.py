@@ -191,7 +191,7 @@ def read_layers(text: str) -> dict[str, int]:
     marker = text.find("<!-- layers:")
     if marker < 0:
         raise ValueError("docs/architecture.md has no layer table (the <!-- layers: ... --> comment before it)")
-    rows = []
+    rows: list[list[str]] = []
     for line in text[marker:].splitlines()[1:]:
         if not line.startswith("|"):
             if rows:
