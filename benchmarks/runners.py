@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' model
 from _common import close_provider, open_provider
 
 from pytest_osworld.agents.base import Observation, RunnerContext
+from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.agents.native.images import anthropic_size, resize_png
 from pytest_osworld.agents.native.loop import NativeRunner
 from pytest_osworld.agents.registry import make_runner
 from pytest_osworld.guest.client import GuestClient
-from pytest_osworld.models import make_model_client
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import TaskEntry

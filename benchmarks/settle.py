@@ -23,7 +23,7 @@ from _common import close_provider, open_provider
 
 from pytest_osworld.agents import RunnerContext, make_runner
 from pytest_osworld.episode import Episode
-from pytest_osworld.results.record import TaskResult
+from pytest_osworld.record import TaskResult
 from pytest_osworld.results.recorder import EpisodeRecorder
 from pytest_osworld.results.store import RunStore
 from pytest_osworld.settings import Settings, merge

@@ -29,12 +29,12 @@ from urllib.parse import quote
 
 from pytest_osworld.agents.base import Action, Decision, Observation, Runner
 from pytest_osworld.agents.less_than import fix_less_than
-from pytest_osworld.evaluation.errors import EvaluatorError, EvaluatorUnavailable
+from pytest_osworld.errors import EvaluatorError, EvaluatorUnavailable
 from pytest_osworld.evaluation.evaluate import evaluate
 from pytest_osworld.guest.client import GuestError, GuestUnreachable
 from pytest_osworld.models.base import ModelError
 from pytest_osworld.models.messages import Message, Text
-from pytest_osworld.results.record import (
+from pytest_osworld.record import (
     Durations,
     LoopRecord,
     RestartRecord,

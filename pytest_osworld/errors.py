@@ -35,3 +35,33 @@ class TaskInputErrors(OsworldError):
 
 class SettingsError(OsworldError):
     """A setting has a bad value; the message names the key and where it came from."""
+
+
+class SandboxError(OsworldError):
+    """The sandbox could not be started (a mask: ``sandbox_error``). The message says why and how to fix it.
+
+    Here, in the core, and not in ``sandbox``: the guest's client (below the sandbox) raises
+    :class:`SandboxLost` when the guest stops answering."""
+
+    reason = "sandbox_error"
+
+
+class SandboxLost(SandboxError):
+    """A started sandbox died or stopped answering (a mask: ``sandbox_lost``)."""
+
+    reason = "sandbox_lost"
+
+
+class EvaluatorError(OsworldError):
+    """A getter or a metric crashed, or the evaluator cannot be run (a mask: ``evaluator_error``)."""
+
+    reason = "evaluator_error"
+
+
+class EvaluatorUnavailable(EvaluatorError):
+    """A metric needs a library this installation lacks for the options this task gives it.
+
+    Known only once the metric runs (the need depends on the options): the task is skipped, not scored.
+    """
+
+    reason = "unsupported"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_osworld.guest.client import GuestClient
-from pytest_osworld.results.record import SettleRecord
+from pytest_osworld.record import SettleRecord
 from pytest_osworld.tasks.model import Evaluator, Getter
 
 QUIET_LIMIT_S = 20.0  # never longer than OSWorld's own wait before the evaluation

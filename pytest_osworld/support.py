@@ -1,7 +1,7 @@
 """What this engine can run, declared before any sandbox starts, and what a chosen sandbox can run.
 
 The plugin asks :func:`engine_skip` for each task, then :func:`sandbox_skip` against what the chosen
-sandbox provides (:func:`sandbox_provides`): ``None`` to run it, else the skip and its reason (never a
+sandbox provides (``sandbox.profiles.sandbox_provides``): ``None`` to run it, else the skip and its reason (never a
 score). :func:`support_command` is ``pytest-osworld tasks support INPUT``: a task is runnable on a
 sandbox when the engine supports it and the sandbox provides every need of it
 (:mod:`pytest_osworld.tasks.needs` against :mod:`pytest_osworld.sandbox.provides`, in
@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_osworld.evaluation.getters import CREDENTIAL_GETTERS, getter_unavailable_reason, missing_getters
-from pytest_osworld.sandbox.base import Progress
-from pytest_osworld.sandbox.provides import Provides, with_declared_apps
+from pytest_osworld.sandbox.profiles import sandbox_provides
+from pytest_osworld.sandbox.provides import Provides
 from pytest_osworld.settings import Settings, merge, read_profile
 from pytest_osworld.setup.assets import AssetCache, task_urls
 from pytest_osworld.setup.steps import STEP_REQUIREMENTS, SUPPORTED_STEP_TYPES
@@ -364,22 +363,6 @@ def _task_lines(report: dict[str, Any], sandbox: dict[str, Any]) -> list[str]:
             parts.append(f"{sandbox['name']} lacks: " + ", ".join(row["lacks"]))
         lines.append(f"  {key}: {'; '.join(parts)}")
     return lines
-
-
-def sandbox_provides(settings: Settings, *, build: bool = False, progress: Progress | None = None) -> Provides:
-    """What ``settings.sandbox.name`` provides, asked of its provider (no sandbox starts; a build only when
-    asked), with the apps its profile declares (``sandbox_profiles.NAME.apps``) in place of the manifest's.
-    Raises :class:`SandboxConfigError` for a sandbox that is not defined or a malformed ``apps``."""
-    from pytest_osworld.sandbox.profiles import declared_apps
-    from pytest_osworld.sandbox.registry import provider_class
-
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    name = settings.sandbox.name
-    apps = declared_apps(settings)  # SandboxConfigError, as an unknown sandbox name: the caller says it
-    found = provider_class(name, settings).provides(settings, build=build, progress=progress or say)
-    return found if apps is None else with_declared_apps(found, apps, f"sandbox_profiles.{name}.apps")
 
 
 def support_command(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pytest_osworld.models.messages import Message
-from pytest_osworld.results.record import Usage
+from pytest_osworld.record import Usage
 
 if TYPE_CHECKING:
     from pytest_osworld.models.base import ModelClient

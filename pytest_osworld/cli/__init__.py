@@ -10,6 +10,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+# Imported for its registration: a profile's services: keys are checked against the service registry.
+import pytest_osworld.services  # noqa: F401
 from pytest_osworld.errors import OsworldError
 
 GROUPS = ("tasks", "image", "assets", "report", "cleanup", "sandboxes")

@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_osworld.evaluation.errors import EvaluatorError, EvaluatorUnavailable
+from pytest_osworld.errors import EvaluatorError, EvaluatorUnavailable
 from pytest_osworld.evaluation.getters import get_getter
 from pytest_osworld.guest.client import GuestUnreachable
 from pytest_osworld.setup.context import TaskContext

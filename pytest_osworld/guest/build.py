@@ -28,7 +28,7 @@ import requests.exceptions
 from pytest_osworld.guest import rootfs
 from pytest_osworld.guest.docker_build import BUILD_HASH_LABEL, ContextFile, run_build, untag_stale
 from pytest_osworld.guest.errors import DockerUnavailableError, ImageBuildError
-from pytest_osworld.guest.locks import file_lock
+from pytest_osworld.locks import file_lock
 from pytest_osworld.servers import IMAGE_PACKAGE
 
 IMAGE_REPOSITORY = "pytest-osworld/desktop"

@@ -41,8 +41,7 @@ from typing import Any, BinaryIO, TypeVar, cast
 
 import httpx
 
-from pytest_osworld.errors import OsworldError
-from pytest_osworld.sandbox.base import SandboxLost
+from pytest_osworld.errors import OsworldError, SandboxLost
 
 T = TypeVar("T")
 

@@ -22,8 +22,8 @@ import docker
 import docker.errors
 
 from pytest_osworld.guest.errors import DebootstrapMissingError, ImageBuildError
-from pytest_osworld.guest.locks import file_lock
 from pytest_osworld.guest.progress import LineCondenser
+from pytest_osworld.locks import file_lock
 
 BASE_REPOSITORY = "pytest-osworld/base"
 BASE_HASH_LABEL = "io.pytest-osworld.base-hash"

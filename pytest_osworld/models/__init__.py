@@ -8,7 +8,6 @@ from pytest_osworld.models.base import (
     Prices,
     Sampling,
 )
-from pytest_osworld.models.factory import make_model_client
 from pytest_osworld.models.messages import Image, Message, Text
 from pytest_osworld.models.retry import RetryPolicy
 
@@ -23,5 +22,4 @@ __all__ = [
     "RetryPolicy",
     "Sampling",
     "Text",
-    "make_model_client",
 ]

@@ -28,8 +28,8 @@ import pytest
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.plugin.outcomes import record_info, report_info, set_report_info
 from pytest_osworld.plugin.run import get_run
+from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.manifest import read_manifest
-from pytest_osworld.results.record import TaskResult, Termination
 from pytest_osworld.results.store import RESULT_JSON, RunStore, StoreError, TaskKey
 
 

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from pytest_osworld.agents import Runner, RunnerContext, RunnerUnavailable, make_runner
+from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.episode import Episode
-from pytest_osworld.models import ModelClient, make_model_client
+from pytest_osworld.models import ModelClient
 from pytest_osworld.plugin.items import TaskItem
 from pytest_osworld.plugin.outcomes import judge
 from pytest_osworld.plugin.run import OsworldRun, get_run
-from pytest_osworld.results.record import TaskResult
+from pytest_osworld.record import TaskResult
 from pytest_osworld.results.recorder import EpisodeRecorder
 from pytest_osworld.sandbox.base import Sandbox
 from pytest_osworld.services.access import PlaceholderError, with_services

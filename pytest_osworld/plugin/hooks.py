@@ -36,7 +36,8 @@ from pytest_osworld.results.manifest import ModelIdentity
 from pytest_osworld.results.store import StoreError
 from pytest_osworld.results.views import UNRUNNABLE_MARKER
 from pytest_osworld.sandbox import Provides, SandboxConfigError, unknown
-from pytest_osworld.support import engine_skip, sandbox_provides, sandbox_skip, unknown_provides_line
+from pytest_osworld.sandbox.profiles import sandbox_provides
+from pytest_osworld.support import engine_skip, sandbox_skip, unknown_provides_line
 from pytest_osworld.tasks.markers import KNOWN_DOMAINS, MARKERS
 from pytest_osworld.tasks.v2.markers import V2_MARKERS
 from pytest_osworld.tasks.v2.pins import PinError, read_pins

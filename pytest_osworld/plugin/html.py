@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_osworld.plugin.outcomes import report_info
-from pytest_osworld.results.record import TaskResult
-from pytest_osworld.results.sanitize import scrub
+from pytest_osworld.record import TaskResult
 from pytest_osworld.results.task_page import TaskPage
+from pytest_osworld.sanitize import scrub
 
 
 def active(config: pytest.Config) -> bool:

@@ -15,7 +15,7 @@ import pytest
 from pytest_osworld.errors import OsworldError, TaskInputErrors
 from pytest_osworld.plugin.outcomes import OutcomeError
 from pytest_osworld.plugin.run import get_run, register_domain_marker
-from pytest_osworld.results.record import ServiceRecord, TaskResult
+from pytest_osworld.record import ServiceRecord, TaskResult
 from pytest_osworld.tasks.markers import task_markers
 from pytest_osworld.tasks.readers import TaskEntry, looks_like_split, looks_like_task_jsonl, read_input
 from pytest_osworld.tasks.v2.reader import is_v2_split

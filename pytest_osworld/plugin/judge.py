@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_osworld.plugin.run import get_run
-from pytest_osworld.results.record import ModelCalls
+from pytest_osworld.record import ModelCalls
 from pytest_osworld.settings import INI_PREFIX
 from pytest_osworld.v2.config import LAYER_SETTINGS, JudgeSettings
 from pytest_osworld.v2.judge import NOT_CONFIGURED, Judge, preflight

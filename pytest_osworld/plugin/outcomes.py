@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_osworld.errors import OsworldError
-from pytest_osworld.results.record import TaskResult, Termination
+from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.views import Status
 
 

@@ -19,14 +19,14 @@ from pytest_osworld.plugin.items import TaskItem
 from pytest_osworld.plugin.outcomes import Outcome, classify, report_info, set_report_info
 from pytest_osworld.plugin.run import get_run
 from pytest_osworld.plugin.v2 import V2TaskItem
+from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results import allure_report, task_page
 from pytest_osworld.results.gate import GateResult, GateRules, evaluate
-from pytest_osworld.results.record import TaskResult, Termination
 from pytest_osworld.results.render import gate_lines, summary_lines
-from pytest_osworld.results.sanitize import collect_secrets, remember, sanitize
 from pytest_osworld.results.store import FINAL_PNG, MANIFEST, RESULT_JSON, SUMMARY, RunStore
 from pytest_osworld.results.summary import load_summary, summarize_run, write_summary
 from pytest_osworld.results.views import UNRUNNABLE_MARKER
+from pytest_osworld.sanitize import collect_secrets, remember, sanitize
 from pytest_osworld.settings import Settings
 
 _STATE_NAME = "osworld-results"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_osworld.agents import check_agent
+from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.errors import TaskInputError, TaskInputErrors
-from pytest_osworld.models import make_model_client
 from pytest_osworld.results.manifest import ManifestOwner, V2Input
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.markers import domain_marker_help

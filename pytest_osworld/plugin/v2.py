@@ -25,7 +25,7 @@ from pytest_osworld.models import ModelClient
 from pytest_osworld.plugin.judge import dead_judge
 from pytest_osworld.plugin.outcomes import OutcomeError, judge
 from pytest_osworld.plugin.run import OsworldRun, get_run, given_paths
-from pytest_osworld.results.record import LoopRecord, ServiceRecord, TaskResult, Termination
+from pytest_osworld.record import LoopRecord, ServiceRecord, TaskResult, Termination
 from pytest_osworld.results.recorder import EpisodeRecorder
 from pytest_osworld.results.store import RunStore
 from pytest_osworld.sandbox.base import SandboxProvider

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from pytest_osworld.results.record import ServiceRecord, StepRecord, TaskResult
-from pytest_osworld.results.sanitize import sanitize, scrub
+from pytest_osworld.record import ServiceRecord, StepRecord, TaskResult
 from pytest_osworld.results.summary import failed_service
 from pytest_osworld.results.task_page import TaskPage, TimedStep
+from pytest_osworld.sanitize import sanitize, scrub
 
 try:  # allure-pytest is a dependency, but a broken or removed install must not break a run
     import allure

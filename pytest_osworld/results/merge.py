@@ -10,8 +10,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from pytest_osworld.record import TaskResult
 from pytest_osworld.results.manifest import RunManifest, Selection, read_manifest
-from pytest_osworld.results.record import TaskResult
 from pytest_osworld.results.store import MANIFEST, RunStore, StoreError, copy_task_dir
 from pytest_osworld.results.summary import build_summary, write_summary
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_osworld.record import StepRecord, TaskResult
 from pytest_osworld.results import allure_report
-from pytest_osworld.results.record import StepRecord, TaskResult
 from pytest_osworld.results.store import RunStore
 
 

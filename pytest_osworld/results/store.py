@@ -34,8 +34,8 @@ from pydantic import ValidationError
 
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.fsutil import atomic_write_bytes, atomic_write_text
-from pytest_osworld.results.record import StepRecord, TaskResult
-from pytest_osworld.results.sanitize import scrub
+from pytest_osworld.record import StepRecord, TaskResult
+from pytest_osworld.sanitize import scrub
 
 if TYPE_CHECKING:
     from pytest_osworld.settings import Settings

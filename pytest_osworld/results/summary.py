@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_osworld.fsutil import write_json
+from pytest_osworld.record import TaskResult, Termination, Usage
 from pytest_osworld.results.manifest import RunManifest, read_manifest
-from pytest_osworld.results.record import TaskResult, Termination, Usage
 from pytest_osworld.results.repeats import repeat_summary
 from pytest_osworld.results.store import SUMMARY, RunStore, StoreError, TaskKey
 from pytest_osworld.results.views import GDRIVE_MARKER, VIEWS, Entry, figures, mask_reason, skip_kind, status_of

@@ -15,8 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_osworld.results.record import TaskResult
-from pytest_osworld.results.sanitize import sanitize
+from pytest_osworld.record import TaskResult
+from pytest_osworld.sanitize import sanitize
 from pytest_osworld.tasks.readers import TaskEntry
 
 ABSENT = "-"  # a fact the episode never got to (no valid score, no model): shown, never omitted

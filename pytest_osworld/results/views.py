@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from pytest_osworld.results.record import TaskResult
+from pytest_osworld.record import TaskResult
 
 Status = Literal["passed", "failed", "masked", "skipped"]
 ViewName = Literal["all", "valid", "no_gdrive"]

@@ -11,10 +11,11 @@ a third party's) and the rest of the project import from here, not from the modu
 - what a sandbox provides (``provides``): OSWorld apps and commands, from an image manifest;
 - warm pools (``pool``, ``pooled``) and where a sandbox ran (``placement``); the ``ray`` provider
   (``sandbox/ray``) is loaded by the registry only when chosen.
-
-Nothing here imports the settings module at run time (it imports ``sandbox.units``).
 """
 
+from pytest_osworld.errors import SandboxError, SandboxLost
+from pytest_osworld.procs import own_identity
+from pytest_osworld.record import Placement
 from pytest_osworld.sandbox.base import (
     API_PORT,
     DEVTOOLS_PORT,
@@ -24,8 +25,6 @@ from pytest_osworld.sandbox.base import (
     Progress,
     Sandbox,
     SandboxConfigError,
-    SandboxError,
-    SandboxLost,
     SandboxProvider,
 )
 from pytest_osworld.sandbox.containers import (
@@ -77,9 +76,7 @@ from pytest_osworld.sandbox.leftovers import (
     sweep_pool,
     sweep_run,
 )
-from pytest_osworld.sandbox.placement import Placement
 from pytest_osworld.sandbox.probe import ProbeResult, find_image, probe_image, run_probe
-from pytest_osworld.sandbox.procs import own_identity
 from pytest_osworld.sandbox.provides import Provides, declared, from_manifest, unknown
 from pytest_osworld.sandbox.registry import (
     check_pool,

@@ -12,10 +12,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pytest_osworld.errors import OsworldError
+from pytest_osworld.errors import OsworldError, SandboxError, SandboxLost
 
 if TYPE_CHECKING:
-    # Annotations only: the settings module imports this package (for its size type).
+    # Annotations only: the interface names them, its implementations import them.
     from pytest_osworld.sandbox.labels import Owner
     from pytest_osworld.sandbox.leftovers import Managed
     from pytest_osworld.sandbox.provides import Provides
@@ -29,18 +29,6 @@ VLC_PORT = 8080
 GUEST_PORTS = (API_PORT, DEVTOOLS_PORT, VNC_PORT, VLC_PORT)
 
 Progress = Callable[[str], None]  # one line of progress for the user (an image build, a state save)
-
-
-class SandboxError(OsworldError):
-    """The sandbox could not be started (a mask: ``sandbox_error``). The message says why and how to fix it."""
-
-    reason = "sandbox_error"
-
-
-class SandboxLost(SandboxError):
-    """A started sandbox died or stopped answering (a mask: ``sandbox_lost``)."""
-
-    reason = "sandbox_lost"
 
 
 class SandboxConfigError(OsworldError):

@@ -6,7 +6,8 @@ how readiness is judged, not in how a container is started, named, reached, watc
 
 - ``Containers.start``: create and start, the engine's refusal as :class:`SandboxError`, the
   published ports read back (through SSH forwards on an ``ssh://`` host), removal of whatever
-  was made when anything fails, an interrupt included;
+  was made when anything fails, an interrupt included (``Containers.launch``, the same without
+  reading the ports back, starts a run's shared services, ``services/pool.py``);
 - ``wait_ready``: poll a guest URL with backoff; a container that stops meanwhile fails at once
   with its state and last log lines; the provider words the error (``NotReady``);
 - ``Containers.remove``: removal (signals held meanwhile), a gone container being fine;
@@ -31,7 +32,8 @@ import docker.errors
 import httpx
 import requests.exceptions
 
-from pytest_osworld.sandbox.base import Sandbox, SandboxError, SandboxLost
+from pytest_osworld.errors import SandboxError, SandboxLost
+from pytest_osworld.sandbox.base import Sandbox
 from pytest_osworld.sandbox.hosts import EngineHost
 from pytest_osworld.sandbox.labels import Owner
 from pytest_osworld.sandbox.leftovers import ENGINE_RETURN_S, engine_back, is_unreachable, sweep_run
@@ -237,12 +239,27 @@ class Containers:
         """
         name = container_name(self.owner.run_id, self.owner.worker_id, f"{self._serial_prefix}{next(self._serial)}")
         published = list(ports)
-        container = None
+        container = self.launch(args, name=name, ports=published, refused=refused)
         forwards: list[Forward] = []
+        try:
+            addresses = self.ports.addresses(container, published, forwards, what=port_kind)
+        except BaseException:
+            for forward in forwards:
+                forward.close()
+            self._remove(container, name, quiet=True)
+            raise
+        return RunningContainer(container=container, name=name, addresses=addresses, forwards=forwards)
+
+    def launch(self, args: Mapping[str, Any], *, name: str, ports: Iterable[int], refused: str) -> Any:
+        """Create and start the container ``name``, ``ports`` published on the host's publish address
+        (the engine picks the host ports), without reading them back: ``start`` does, a shared service
+        (``services/pool.py``) reads them when it reaches the container. The engine's refusal or silence
+        is a :class:`SandboxError`; on any failure, Ctrl-C included, what was made is removed first."""
+        container = None
         try:
             try:
                 container = self.client.containers.create(
-                    **args, name=name, ports=self.ports.bindings(published), detach=True
+                    **args, name=name, ports=self.ports.bindings(ports), detach=True
                 )
                 container.start()
                 container.reload()
@@ -254,13 +271,10 @@ class Containers:
                 raise SandboxError(
                     f"the engine at {self.host.display} did not answer while starting {refused}: {exc}"
                 ) from None
-            addresses = self.ports.addresses(container, published, forwards, what=port_kind)
-            return RunningContainer(container=container, name=name, addresses=addresses, forwards=forwards)
         except BaseException:
-            for forward in forwards:
-                forward.close()
             self._remove(container, name, quiet=True)
             raise
+        return container
 
     @contextlib.contextmanager
     def removed_on_failure(self, running: RunningContainer) -> Iterator[RunningContainer]:

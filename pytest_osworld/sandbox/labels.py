@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from pytest_osworld.sandbox.procs import hostname, own_identity
+from pytest_osworld.procs import hostname, own_identity
 
 LABEL_PREFIX = "io.pytest-osworld."
 LABEL_MANAGED = LABEL_PREFIX + "managed"

@@ -20,6 +20,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from pytest_osworld.procs import hostname, is_alive
 from pytest_osworld.sandbox.base import SandboxConfigError
 from pytest_osworld.sandbox.hosts import EngineHost
 from pytest_osworld.sandbox.labels import (
@@ -37,7 +38,6 @@ from pytest_osworld.sandbox.labels import (
     LABEL_WORKER,
     ROLE_SERVICE,
 )
-from pytest_osworld.sandbox.procs import hostname, is_alive
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from pytest_osworld.sandbox.base import SandboxError
-from pytest_osworld.sandbox.placement import now_iso
+from pytest_osworld.errors import SandboxError
+from pytest_osworld.record import now_iso
 
 log = logging.getLogger("pytest_osworld.sandbox.pool")
 

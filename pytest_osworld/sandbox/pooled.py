@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 
-from pytest_osworld.sandbox.base import API_PORT, Progress, Sandbox, SandboxConfigError, SandboxLost, SandboxProvider
+from pytest_osworld.errors import SandboxLost
+from pytest_osworld.record import Placement
+from pytest_osworld.sandbox.base import API_PORT, Progress, Sandbox, SandboxConfigError, SandboxProvider
 from pytest_osworld.sandbox.labels import LABEL_POOL
-from pytest_osworld.sandbox.placement import Placement
 from pytest_osworld.sandbox.pool import WarmPool
 
 if TYPE_CHECKING:

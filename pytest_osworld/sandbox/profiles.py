@@ -5,21 +5,24 @@ image running ``Ubuntu.qcow2``). ``sandbox_profiles`` in the YAML profile adds p
 (a ``ContainerProfile``) or adjusts the built-in ones. Precedence: built-in defaults < the
 ``sandbox_profiles`` entry < flat settings given explicitly (``--osworld-sandbox-memory`` etc.).
 A profile may declare the OSWorld apps its image has (``apps``, :func:`declared_apps`): the run's skips
-and ``tasks support`` take that list over the image's manifest.
+and ``tasks support`` take that list over the image's manifest (:func:`sandbox_provides`: what the chosen
+sandbox provides, for them and for a Ray node's answer).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pytest_osworld.sandbox.base import API_PORT, GUEST_PORTS, SandboxConfigError
+from pytest_osworld.sandbox.base import API_PORT, GUEST_PORTS, Progress, SandboxConfigError
 from pytest_osworld.sandbox.kvm import KVM_DEVICE
-from pytest_osworld.sandbox.registry import unknown_sandbox
-from pytest_osworld.sandbox.units import ByteCount, HttpPath
+from pytest_osworld.sandbox.provides import Provides, with_declared_apps
+from pytest_osworld.sandbox.registry import provider_class, unknown_sandbox
 from pytest_osworld.settings import Settings
+from pytest_osworld.units import ByteCount, HttpPath
 
 DESKTOP = "desktop"
 OSWORLD_VM = "osworld-vm"
@@ -292,3 +295,17 @@ def _apply_flat_settings(profile: ContainerProfile, settings: Settings) -> Conta
     if settings.sandbox.start_timeout is not None:
         readiness = readiness.model_copy(update={"deadline": settings.sandbox.start_timeout})
     return profile.model_copy(update={"resources": resources, "readiness": readiness})
+
+
+def sandbox_provides(settings: Settings, *, build: bool = False, progress: Progress | None = None) -> Provides:
+    """What ``settings.sandbox.name`` provides, asked of its provider (no sandbox starts; a build only when
+    asked), with the apps its profile declares (``sandbox_profiles.NAME.apps``) in place of the manifest's.
+    Raises :class:`SandboxConfigError` for a sandbox that is not defined or a malformed ``apps``."""
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    name = settings.sandbox.name
+    apps = declared_apps(settings)  # SandboxConfigError, as an unknown sandbox name: the caller says it
+    found = provider_class(name, settings).provides(settings, build=build, progress=progress or say)
+    return found if apps is None else with_declared_apps(found, apps, f"sandbox_profiles.{name}.apps")

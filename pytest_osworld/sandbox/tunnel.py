@@ -21,7 +21,8 @@ import threading
 import urllib.parse
 from typing import Any
 
-from pytest_osworld.sandbox.base import SandboxConfigError, SandboxError
+from pytest_osworld.errors import SandboxError
+from pytest_osworld.sandbox.base import SandboxConfigError
 from pytest_osworld.sandbox.hosts import redact
 
 _BUFFER = 64 * 1024

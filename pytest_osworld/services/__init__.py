@@ -3,23 +3,48 @@
 - the model and the profile's ``services:`` key (``model``), the built-in definitions (``builtin``),
   the packaged presets a run may take (``profiles``: OSWorld-V2's GitLab and mock websites);
 - a run's services on one engine: started once, attached to by the other workers, health-checked,
-  held in turn when exclusive (``pool``), with a fair lock across processes (``lock``).
+  held in turn when exclusive (``pool``), with a fair lock across processes (``pytest_osworld.locks``).
 
 The pytest side (fixtures, the skip of undefined services, removal at the run's end) is
-``pytest_osworld.plugin.services``. Nothing here imports the settings module at run time.
+``pytest_osworld.plugin.services``. Importing this package gives the settings their service registry
+(``Registry``): the settings check ``service_presets``, ``services`` and ``service_host_suffix`` against it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pytest_osworld.services.builtin import BUILTIN
-from pytest_osworld.services.model import Service, ServiceConfigError, merge
-from pytest_osworld.services.profiles import with_presets
+from pytest_osworld.services.model import Service, ServiceConfigError, check_suffix, merge
+from pytest_osworld.services.presets import check_entries, check_name, with_presets
+from pytest_osworld.settings import use_service_registry
 
 if TYPE_CHECKING:
     from pytest_osworld.settings import Settings
     from pytest_osworld.tasks.model import Task
+
+
+class Registry:
+    """The settings' checks of the services' keys (``settings.ServiceRegistry``) over the built-in
+    services and the packaged presets."""
+
+    def check_preset(self, name: str) -> str:
+        return check_name(name)
+
+    def check_entries(self, entries: Mapping[str, Any], presets: list[str]) -> None:
+        try:
+            check_entries(BUILTIN, entries, presets)
+        except ServiceConfigError as exc:
+            # The error's label already says "services": each problem goes on as <service>.<key>: ...
+            problems = [line.strip().removeprefix("services.") for line in str(exc).splitlines()]
+            raise ValueError("; ".join(problems)) from None
+
+    def check_suffix(self, value: str) -> str:
+        return check_suffix(value)
+
+
+use_service_registry(Registry())
 
 
 def defined(settings: Settings) -> dict[str, Service]:
@@ -50,4 +75,4 @@ def undefined_reason(needed: list[str], services: dict[str, Service]) -> str | N
     )
 
 
-__all__ = ["BUILTIN", "Service", "ServiceConfigError", "defined", "merge", "required", "undefined_reason"]
+__all__ = ["BUILTIN", "Registry", "Service", "ServiceConfigError", "defined", "merge", "required", "undefined_reason"]

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pytest_osworld.sandbox.units import HttpPath
+from pytest_osworld.units import HttpPath
 
 # One DNS label: a service's name is also the first label of its hostname.
 _LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")

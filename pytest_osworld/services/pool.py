@@ -10,7 +10,7 @@ the readiness and health probes of this process (through SSH forwards on an ``ss
 Before a task: each service it needs is health-checked (one quick probe); a service that does not
 answer is restarted (``service_restarts`` times) and, if it still does not, the task is masked
 ``service_error`` (:class:`ServiceError`). An exclusive service is held by one task at a time across
-every worker (:class:`~pytest_osworld.services.lock.FairLock`) and reset before each holder. After the
+every worker (:class:`~pytest_osworld.locks.FairLock`) and reset before each holder. After the
 task, :meth:`TaskServices.problem` says whether a service died meanwhile.
 
 The pool never removes a service: other workers may use it. The run's owner does at its end
@@ -38,29 +38,30 @@ import httpx
 import requests.exceptions
 
 from pytest_osworld.errors import OsworldError
-from pytest_osworld.guest.locks import file_lock
-from pytest_osworld.results.record import ServiceRecord
-from pytest_osworld.results.sanitize import remember
+from pytest_osworld.locks import FairLock, file_lock, lock_dir
+from pytest_osworld.record import ServiceRecord
 from pytest_osworld.sandbox import (
     LABEL_MANAGED,
     LABEL_ROLE,
     LABEL_RUN_ID,
     LABEL_SERVICE,
     ROLE_SERVICE,
+    Containers,
     EngineHost,
     NotReady,
     Owner,
-    PortAccess,
     RunningContainer,
     SandboxError,
     find_image,
+    remove_container,
     remove_run_networks,
     state_and_logs,
     wait_ready,
 )
+from pytest_osworld.sandbox.desktop_image import ensure_desktop_image
 from pytest_osworld.sandbox.tunnel import Forward
+from pytest_osworld.sanitize import remember
 from pytest_osworld.services.access import ServiceAccess
-from pytest_osworld.services.lock import FairLock, lock_dir
 from pytest_osworld.services.model import Service
 
 log = logging.getLogger("pytest_osworld.services")
@@ -173,8 +174,10 @@ class ServicePool:
         self.owner = owner
         self.suffix = suffix
         self.restarts = restarts
-        self.client: docker.DockerClient = client or host.connect()
-        self._ports = PortAccess(host)
+        # The one container lifecycle of the project (``sandbox/containers.py``): start, ports, removal.
+        self._containers = Containers(host, owner, kind="service", client=client)
+        self.client: docker.DockerClient = self._containers.client
+        self._ports = self._containers.ports
         self._attached: dict[str, _Attached] = {}
         self._network: str | None = None
         self._locks = lock_dir(owner.run_id)
@@ -236,8 +239,6 @@ class ServicePool:
 
     def _image(self, service: Service) -> str:
         if service.build == "desktop":
-            from pytest_osworld.sandbox.providers.desktop import ensure_desktop_image
-
             try:
                 return ensure_desktop_image(self.client, self.host, lambda line: log.info("%s", line))
             except (OsworldError, SandboxError) as exc:
@@ -262,15 +263,12 @@ class ServicePool:
             environment[service.token_env] = self.token(service) or ""
         args: dict[str, Any] = {
             "image": image,
-            "name": name,
             "labels": labels,
             "environment": environment,
             "network": network,
             "networking_config": {
                 network: self.client.api.create_endpoint_config(aliases=service.hostnames(self.suffix))
             },
-            "ports": self._ports.bindings(service.ports),
-            "detach": True,
         }
         if service.entrypoint is not None:
             args["entrypoint"] = service.entrypoint
@@ -278,15 +276,9 @@ class ServicePool:
             args["command"] = service.command
         started = time.monotonic()
         try:
-            container = self.client.containers.create(**args)
-            container.start()
-        except docker.errors.APIError as exc:
-            with contextlib.suppress(*_ENGINE_ERRORS):
-                self.client.containers.get(name).remove(force=True, v=True)
-            raise ServiceError(
-                f"service {service.name}: the engine at {self.host.display} refused to start it: "
-                f"{exc.explanation or exc}"
-            ) from None
+            container = self._containers.launch(args, name=name, ports=service.ports, refused="its container")
+        except SandboxError as exc:
+            raise ServiceError(f"service {service.name}: {exc}") from None
         attached = self._reach(service, container)
         # One that does not get ready is down: the health check that follows restarts it once more,
         # and words the error when that fails too.
@@ -571,9 +563,7 @@ class ServicePool:
         for attached in self._attached.values():
             for forward in attached.running.forwards:
                 forward.close()
-        self._ports.close()
-        with contextlib.suppress(Exception):
-            self.client.close()
+        self._containers.close()
 
 
 def remove_services(pool: list[EngineHost], run_id: str) -> int:
@@ -588,9 +578,12 @@ def remove_services(pool: list[EngineHost], run_id: str) -> int:
             continue
         with contextlib.closing(client), contextlib.suppress(*_ENGINE_ERRORS):
             for container in client.containers.list(all=True, filters={"label": labels}):
-                with contextlib.suppress(docker.errors.NotFound):
-                    container.remove(force=True, v=True)
-                    removed += 1
+                try:
+                    remove_container(client, container, container.name, host=host, run_id=run_id, kind="service")
+                except SandboxError as exc:
+                    log.warning("%s", exc)
+                    continue
+                removed += 1
             remove_run_networks(client, run_id)
     with contextlib.suppress(OSError):
         folder = lock_dir(run_id)

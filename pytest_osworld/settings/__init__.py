@@ -1,7 +1,7 @@
 """The run's settings: the schema in groups (``groups.py``, ``schema.py``) and the layers that set them
 (``layers.py``: options, ini keys, the profile, the merge). docs/settings.md lists every setting."""
 
-from pytest_osworld.settings.groups import OSWORLD_VM_IMAGE, TASK_OVERRIDABLE
+from pytest_osworld.settings.groups import OSWORLD_VM_IMAGE, TASK_OVERRIDABLE, ServiceRegistry, use_service_registry
 from pytest_osworld.settings.layers import (
     CLI_PREFIX,
     INI_PREFIX,
@@ -21,10 +21,12 @@ __all__ = [
     "OSWORLD_LOOP",
     "OSWORLD_VM_IMAGE",
     "TASK_OVERRIDABLE",
+    "ServiceRegistry",
     "Settings",
     "add_options",
     "cli_names",
     "from_pytest_config",
     "merge",
     "read_profile",
+    "use_service_registry",
 ]

@@ -8,13 +8,14 @@ group is, in ``pytest --help`` and docs/settings.md.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from pytest_osworld.sandbox.units import ByteCount
 from pytest_osworld.tasks.shard import Shard
+from pytest_osworld.units import ByteCount
 
 # OSWorld's VM image as its own runs use it, pinned by registry digest.
 OSWORLD_VM_IMAGE = "happysixd/osworld-docker@sha256:0e6497a9295647cf05bf2b2af522fdd79bdeba2737595259cab310a3bcf6baa9"
@@ -44,6 +45,31 @@ def _profile_only(description: str) -> Any:
 
 def _listify(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
+
+
+class ServiceRegistry(Protocol):
+    """What the shared services' settings are checked against: the built-in services and the presets.
+
+    The services package gives it (:func:`use_service_registry`, when ``pytest_osworld.services`` is
+    imported): the settings are the core layer and import no service. Each check raises ``ValueError``
+    with the problem, which the settings word as a :class:`SettingsError` naming the key."""
+
+    def check_preset(self, name: str) -> str: ...
+
+    def check_entries(self, entries: Mapping[str, Any], presets: list[str]) -> None: ...
+
+    def check_suffix(self, value: str) -> str: ...
+
+
+# None until the services package is imported: then settings made before it (none that the plugin or
+# the CLI reads: both import it first) are checked when the services are read (``services.defined``).
+_service_registry: ServiceRegistry | None = None
+
+
+def use_service_registry(registry: ServiceRegistry) -> None:
+    """The registry the ``service_presets``, ``services`` and ``service_host_suffix`` values are checked against."""
+    global _service_registry
+    _service_registry = registry
 
 
 class _Group(BaseModel):
@@ -398,31 +424,22 @@ class ServicesGroup(_Group):
     @field_validator("presets")
     @classmethod
     def _presets(cls, value: list[str]) -> list[str]:
-        from pytest_osworld.services.profiles import check_name
-
-        return [check_name(name) for name in dict.fromkeys(value)]
+        registry = _service_registry
+        if registry is None:
+            return list(dict.fromkeys(value))
+        return [registry.check_preset(name) for name in dict.fromkeys(value)]
 
     @field_validator("declared")
     @classmethod
     def _services(cls, value: dict[str, dict[str, Any]], info: ValidationInfo) -> dict[str, dict[str, Any]]:
-        from pytest_osworld.services.builtin import BUILTIN
-        from pytest_osworld.services.model import ServiceConfigError
-        from pytest_osworld.services.profiles import check_entries
-
-        try:
-            check_entries(BUILTIN, value, info.data.get("presets") or [])
-        except ServiceConfigError as exc:
-            # The error's label already says "services": each problem goes on as <service>.<key>: ...
-            problems = [line.strip().removeprefix("services.") for line in str(exc).splitlines()]
-            raise ValueError("; ".join(problems)) from None
+        if _service_registry is not None:
+            _service_registry.check_entries(value, info.data.get("presets") or [])
         return value
 
     @field_validator("host_suffix")
     @classmethod
     def _suffix(cls, value: str) -> str:
-        from pytest_osworld.services.model import check_suffix
-
-        return check_suffix(value)
+        return value if _service_registry is None else _service_registry.check_suffix(value)
 
 
 class ReportsGroup(_Group):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_osworld.agents.base import Action, Decision
 from pytest_osworld.episode import Episode, Masked, _Loop
 from pytest_osworld.guest.client import GuestError
-from pytest_osworld.results.record import StepRecord, Termination
+from pytest_osworld.record import StepRecord, Termination
 from pytest_osworld.setup.errors import SetupError
 from pytest_osworld.v2.config import JudgeError, JudgeSettings
 from pytest_osworld.v2.runtime.desktop_env.controllers.setup import SetupController

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from pytest_osworld.models.base import ModelError
 from pytest_osworld.models.messages import Image, Message, Part, Text
 from pytest_osworld.models.secrets import Redactor
-from pytest_osworld.results.record import ModelCalls, Usage
+from pytest_osworld.record import ModelCalls, Usage
 from pytest_osworld.v2.config import (
     CallDefaults,
     ClientPool,

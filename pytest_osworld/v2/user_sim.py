@@ -27,7 +27,7 @@ from pytest_osworld.errors import OsworldError
 from pytest_osworld.models.base import ModelError
 from pytest_osworld.models.messages import Message
 from pytest_osworld.models.secrets import EndpointUrl, Redactor, Secret
-from pytest_osworld.results.record import ModelCalls, Usage
+from pytest_osworld.record import ModelCalls, Usage
 from pytest_osworld.v2.config import (
     ENV_NAME,
     NOT_HERE,

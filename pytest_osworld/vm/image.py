@@ -28,8 +28,8 @@ import docker.errors
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.guest import build as desktop_build
 from pytest_osworld.guest.docker_build import BUILD_HASH_LABEL, ContextFile, run_build, untag_stale
-from pytest_osworld.guest.locks import file_lock
 from pytest_osworld.guest.progress import LineCondenser
+from pytest_osworld.locks import file_lock
 from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_ROLE, ROLE_VM_BUILD
 from pytest_osworld.vm import runner_image, store
 from pytest_osworld.vm.errors import VmBuildError

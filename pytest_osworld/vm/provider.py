@@ -26,7 +26,7 @@ import httpx
 import requests.exceptions
 
 from pytest_osworld.errors import OsworldError
-from pytest_osworld.guest.locks import engine_lock
+from pytest_osworld.locks import engine_lock
 from pytest_osworld.sandbox import (
     API_PORT,
     GUEST_PORTS,

@@ -16,7 +16,7 @@ import docker.errors
 
 from pytest_osworld.guest import rootfs
 from pytest_osworld.guest.docker_build import BUILD_HASH_LABEL, ContextFile, run_build, untag_stale
-from pytest_osworld.guest.locks import file_lock
+from pytest_osworld.locks import file_lock
 from pytest_osworld.vm.errors import VmBuildError
 
 REPOSITORY = "pytest-osworld/qemu"

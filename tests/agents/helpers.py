@@ -8,7 +8,7 @@ from typing import Any
 from PIL import Image
 
 from pytest_osworld.agents.base import Observation, RunnerContext
-from pytest_osworld.models import make_model_client
+from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import TaskEntry

@@ -9,8 +9,8 @@ from typing import Any
 from PIL import Image
 
 from pytest_osworld.agents.base import Decision, Observation, Runner, RunnerContext
+from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.agents.registry import make_runner
-from pytest_osworld.models import make_model_client
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import TaskEntry

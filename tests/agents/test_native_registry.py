@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_osworld.agents import check_agent, get_runner_class, make_runner, runner_names
+from pytest_osworld.agents.endpoint import endpoint_api, make_model_client
 from pytest_osworld.agents.native.loop import NativeRunner
 from pytest_osworld.errors import OsworldError, SettingsError
-from pytest_osworld.models import ModelConfigError, make_model_client
-from pytest_osworld.models.factory import endpoint_api
+from pytest_osworld.models import ModelConfigError
 from pytest_osworld.settings import Settings, merge
 from tests.agents.helpers import context, observation
 from tests.support.model_server import Json, ModelServer

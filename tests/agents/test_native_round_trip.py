@@ -21,6 +21,7 @@ from PIL import Image
 
 from pytest_osworld.agents.base import Observation, RunnerContext
 from pytest_osworld.agents.coordinates import Frame
+from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.agents.native.actions import GuiCall, to_code
 from pytest_osworld.agents.native.computer_tool import parse_computer_input
 from pytest_osworld.agents.native.loop import NativeRunner
@@ -28,7 +29,6 @@ from pytest_osworld.agents.native.openai_computer import parse_cua_action
 from pytest_osworld.agents.native.uitars_grammar import parse_call
 from pytest_osworld.agents.registry import make_runner
 from pytest_osworld.guest.client import GuestClient
-from pytest_osworld.models import make_model_client
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import TaskEntry

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_osworld.agents import prompts
 from pytest_osworld.errors import SettingsError
-from pytest_osworld.results.record import TaskResult, Termination
+from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.render import summary_lines
 from pytest_osworld.results.summary import build_summary
 from pytest_osworld.settings import OSWORLD_LOOP, Settings, merge

@@ -154,7 +154,7 @@ def test_a_metric_missing_a_library_for_its_options_skips_the_task(pytester: pyt
     # A project's own metric, registered from its conftest, whose options need a library not installed.
     pytester.makeconftest(
         """
-        from pytest_osworld.evaluation.errors import EvaluatorUnavailable
+        from pytest_osworld.errors import EvaluatorUnavailable
         from pytest_osworld.evaluation.metrics import metric
 
         @metric("needs_a_library_for_this_option")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.manifest import RunManifest, Selection
-from pytest_osworld.results.record import TaskResult, Termination
 from pytest_osworld.results.summary import build_summary
 from tests.support.faults import check, verdict
 from tests.support.faults.kinds import ANCHORS, FAULTS, Injection, Moment

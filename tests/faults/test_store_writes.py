@@ -12,13 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_osworld.results.record import TaskResult, Termination
+from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.store import RunStore
 
 CHILD = r"""
 import json, resource, signal, sys
 from pathlib import Path
-from pytest_osworld.results.record import StepRecord, TaskResult, Termination
+from pytest_osworld.record import StepRecord, TaskResult, Termination
 from pytest_osworld.results.store import RunStore, StoreError
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing the process

@@ -17,7 +17,7 @@ from tests.support.taskfactory import task, write_jsonl
 EPISODES = """
 import os, signal
 import pytest
-from pytest_osworld.results.record import TaskResult, Termination
+from pytest_osworld.record import TaskResult, Termination
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from pytest_osworld.errors import SandboxLost
 from pytest_osworld.guest.client import (
     GUEST_COMMAND_LIMIT_S,
     GuestClient,
@@ -17,7 +18,7 @@ from pytest_osworld.guest.client import (
     GuestUnreachable,
     Timeouts,
 )
-from pytest_osworld.sandbox.base import API_PORT, GUEST_PORTS, SandboxLost
+from pytest_osworld.sandbox.base import API_PORT, GUEST_PORTS
 from tests.support.desktop import LABELS, Desktop, desktop
 
 pytestmark = pytest.mark.docker

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from pytest_osworld.errors import EvaluatorUnavailable
 from pytest_osworld.evaluation import metrics
-from pytest_osworld.evaluation.errors import EvaluatorUnavailable
 from pytest_osworld.evaluation.metrics import _registry
 
 TOP_30_AND_TEST_SMALL = """

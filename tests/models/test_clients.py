@@ -7,15 +7,9 @@ from typing import Any
 
 import pytest
 
+from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.errors import OsworldError
-from pytest_osworld.models import (
-    Image,
-    Message,
-    ModelConfigError,
-    ModelError,
-    RetryPolicy,
-    make_model_client,
-)
+from pytest_osworld.models import Image, Message, ModelConfigError, ModelError, RetryPolicy
 from pytest_osworld.models.transport import HttpModelClient
 from pytest_osworld.settings import Settings
 from tests.models.conftest import KEY, KEY_ENV

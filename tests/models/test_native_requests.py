@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from pytest_osworld.agents.base import Observation, RunnerContext
+from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.agents.registry import make_runner
-from pytest_osworld.models import make_model_client
 from pytest_osworld.models.base import ModelError
 from pytest_osworld.models.retry import RetryPolicy
 from pytest_osworld.settings import Settings

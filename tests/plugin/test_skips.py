@@ -10,9 +10,9 @@ import pytest
 
 from pytest_osworld.cli import main
 from pytest_osworld.sandbox import SandboxConfigError
-from pytest_osworld.sandbox.profiles import resolve
+from pytest_osworld.sandbox.profiles import resolve, sandbox_provides
 from pytest_osworld.settings import Settings
-from pytest_osworld.support import sandbox_provides, unrunnable_reason
+from pytest_osworld.support import unrunnable_reason
 from pytest_osworld.tasks.model import Task
 from tests.support.paths import REPO
 from tests.support.taskfactory import task, write_jsonl
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.docker
 INSTANT = """
 import pytest
 
-from pytest_osworld.results.record import TaskResult, Termination
+from pytest_osworld.record import TaskResult, Termination
 
 
 @pytest.fixture

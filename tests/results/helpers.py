@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_osworld.fsutil import write_json
-from pytest_osworld.results.record import Durations, TaskResult, Termination, Usage
+from pytest_osworld.record import Durations, TaskResult, Termination, Usage
 from pytest_osworld.results.store import RunStore, TaskKey
 from pytest_osworld.tasks.digest import ids_sha256
 
@@ -130,8 +130,8 @@ import os
 import pytest
 
 from pytest_osworld.plugin.outcomes import TaskFailed, TaskMasked
-from pytest_osworld.results.record import Durations, StepRecord, TaskResult, Termination, Usage
-from pytest_osworld.sandbox.base import SandboxError
+from pytest_osworld.record import Durations, StepRecord, TaskResult, Termination, Usage
+from pytest_osworld.errors import SandboxError
 
 PNG = {PNG!r}
 SECRET = os.environ.get("OSWORLD_TEST_SECRET", "")

@@ -168,7 +168,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pytest_osworld.plugin.outcomes import judge
-from pytest_osworld.results.record import Durations, TaskResult, Termination
+from pytest_osworld.record import Durations, TaskResult, Termination
 from pytest_osworld.setup.context import StepRecord
 
 STARTED = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_osworld.cli import main
+from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.merge import MergeError, merge_runs
-from pytest_osworld.results.record import TaskResult, Termination
 from pytest_osworld.results.summary import summarize_run
 from pytest_osworld.tasks.shard import Shard
 from tests.results.helpers import PNG, record, write_run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_osworld.results.record import ModelCalls, TaskResult, Termination, Usage
+from pytest_osworld.record import ModelCalls, TaskResult, Termination, Usage
 from pytest_osworld.results.render import summary_lines
 from pytest_osworld.results.summary import summarize_run
 from tests.results.helpers import record, write_run

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from pytest_osworld.cli import main
+from pytest_osworld.record import Termination
 from pytest_osworld.results.gate import GateRules, evaluate
 from pytest_osworld.results.paired import paired_compare
-from pytest_osworld.results.record import Termination
 from pytest_osworld.results.summary import build_summary, write_summary
 from tests.results.helpers import manifest, record
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_osworld.cli import main
+from pytest_osworld.record import Termination
 from pytest_osworld.results.power import power_table, simulate_power
-from pytest_osworld.results.record import Termination
 from pytest_osworld.results.summary import build_summary, write_summary
 from tests.results.helpers import manifest, record
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_osworld.results.record import Termination
+from pytest_osworld.record import Termination
 from pytest_osworld.results.render import summary_lines
 from pytest_osworld.results.summary import build_summary
 from tests.results.helpers import manifest, record

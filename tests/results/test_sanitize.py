@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_osworld.results.sanitize import collect_secrets, sanitize, scrub
+from pytest_osworld.sanitize import collect_secrets, sanitize, scrub
 from pytest_osworld.settings import Settings
 
 

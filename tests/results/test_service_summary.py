@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_osworld.results.record import ServiceRecord, TaskResult, Termination
+from pytest_osworld.record import ServiceRecord, TaskResult, Termination
 from pytest_osworld.results.render import summary_lines
 from pytest_osworld.results.summary import failed_service, load_summary, summarize_run, write_summary
 from tests.results.helpers import record, write_run

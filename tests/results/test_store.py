@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_osworld.results.record import StepRecord, Termination
+from pytest_osworld.record import StepRecord, Termination
 from pytest_osworld.results.store import ResultFileWarning, RunStore, StoreError, TaskKey
 from tests.results.helpers import PNG, record
 

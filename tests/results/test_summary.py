@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_osworld.results.record import TaskResult, Termination
+from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.store import StoreError
 from pytest_osworld.results.summary import build_summary, load_summary, summarize_run, write_summary
 from tests.results.helpers import manifest, record, write_run

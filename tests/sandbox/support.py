@@ -10,7 +10,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from pytest_osworld.guest.locks import file_lock
+from pytest_osworld.locks import file_lock
 from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_RUN_ID
 
 STAND_IN_DIR = Path(__file__).parent / "stand_in"

@@ -16,6 +16,7 @@ import docker
 import httpx
 import pytest
 
+from pytest_osworld.procs import hostname
 from pytest_osworld.sandbox import (
     LABEL_HOSTNAME,
     LABEL_MANAGED,
@@ -30,7 +31,6 @@ from pytest_osworld.sandbox import (
     describe_pool,
     make_provider,
 )
-from pytest_osworld.sandbox.procs import hostname
 from pytest_osworld.sandbox.providers.container import ContainerProvider, ContainerSandbox
 from pytest_osworld.settings import Settings
 

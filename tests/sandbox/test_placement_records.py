@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_osworld.results.record import TaskResult, Termination
+from pytest_osworld.record import Placement, TaskResult, Termination
 from pytest_osworld.results.render import summary_lines
 from pytest_osworld.results.summary import build_summary, percentile
-from pytest_osworld.sandbox.placement import Placement
 
 NODE_A = "a1" * 28
 NODE_B = "b2" * 28

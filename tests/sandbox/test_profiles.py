@@ -9,8 +9,8 @@ import pytest
 from pytest_osworld.sandbox import profiles
 from pytest_osworld.sandbox.base import SandboxConfigError
 from pytest_osworld.sandbox.hosts import EngineHost, parse_host, parse_hosts, pick_host, redact
-from pytest_osworld.sandbox.units import parse_bytes
 from pytest_osworld.settings import OSWORLD_VM_IMAGE, Settings
+from pytest_osworld.units import parse_bytes
 
 
 def resolve(**values: object) -> profiles.ContainerProfile:

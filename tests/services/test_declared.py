@@ -12,7 +12,7 @@ import pytest
 
 from pytest_osworld.errors import SettingsError
 from pytest_osworld.services import defined
-from pytest_osworld.services.profiles import PRESET_DIR, entries, names
+from pytest_osworld.services.presets import PRESET_DIR, entries, names
 from pytest_osworld.settings import Settings, read_profile
 from pytest_osworld.settings import merge as merge_settings
 from tests.episode.runs import run_tasks

@@ -22,11 +22,11 @@ import pytest
 
 from pytest_osworld.evaluation.getters import get_getter
 from pytest_osworld.evaluation.getters.forge import ForgeGetterError
-from pytest_osworld.results.sanitize import sanitize
+from pytest_osworld.locks import lock_dir
 from pytest_osworld.sandbox import Owner, parse_hosts
+from pytest_osworld.sanitize import sanitize
 from pytest_osworld.services import BUILTIN, merge
 from pytest_osworld.services.access import PlaceholderError, ServiceAccess, fill
-from pytest_osworld.services.lock import lock_dir
 from pytest_osworld.services.pool import ServiceError, ServicePool, remove_services, run_token
 from tests.episode.runs import run_tasks
 from tests.support.bundled_runs import task_keys
@@ -728,7 +728,7 @@ def test_a_reset_without_the_token_is_refused_and_masks(
 _TOKEN_SPY = """
 import os
 from pathlib import Path
-from pytest_osworld.services.lock import lock_dir
+from pytest_osworld.locks import lock_dir
 
 def pytest_runtest_teardown(item):
     token = lock_dir({run_id!r}) / "token-forge"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_osworld.agents.base import Action
-from pytest_osworld.evaluation.errors import EvaluatorError
+from pytest_osworld.errors import EvaluatorError
 from pytest_osworld.evaluation.evaluate import Evaluation, evaluate, is_fail
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.errors import SetupError

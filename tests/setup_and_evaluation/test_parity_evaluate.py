@@ -154,7 +154,7 @@ def test_differs_a_score_that_is_not_a_finite_number_is_an_evaluator_error(
     """Differs: upstream's evaluate returns NaN (or infinity) as it is; a result record cannot hold
     it (JSON has no NaN) nor can a mean or a success rate, so the project masks it as the
     evaluator's failure. No metric here answers one on any file tried."""
-    from pytest_osworld.evaluation.errors import EvaluatorError
+    from pytest_osworld.errors import EvaluatorError
     from pytest_osworld.evaluation.metrics import METRICS
 
     monkeypatch.setitem(METRICS, "parity_not_a_number", lambda result, expected=None, **_: float("nan"))

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_osworld.evaluation.errors import EvaluatorError
+from pytest_osworld.errors import EvaluatorError
 from pytest_osworld.evaluation.evaluate import evaluate
 from pytest_osworld.evaluation.getters import get_getter
 from pytest_osworld.guest.client import GuestClient, GuestRequestError

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 import docker
 import pytest
 
-from pytest_osworld.evaluation.errors import EvaluatorError
+from pytest_osworld.errors import EvaluatorError
 from pytest_osworld.evaluation.getters.file import CacheFileMissing
 from pytest_osworld.guest.client import GuestClient, GuestUnreachable
 from pytest_osworld.settings import Settings

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_osworld.models.base import Prices
 from pytest_osworld.plugin.outcomes import classify
-from pytest_osworld.results.record import MASK_TERMINATIONS, ModelCalls, TaskResult, Termination
+from pytest_osworld.record import MASK_TERMINATIONS, ModelCalls, TaskResult, Termination
 from pytest_osworld.settings import Settings
 from pytest_osworld.v2.config import CallDefaults, ClientPool, JudgeLayer, JudgeSettings, resolve
 from pytest_osworld.v2.judge import (

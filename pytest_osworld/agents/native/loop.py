@@ -36,7 +36,7 @@ from pytest_osworld.errors import OsworldError
 from pytest_osworld.models.base import ModelApi, ModelConfigError, ModelError, Sampling
 from pytest_osworld.models.messages import Image, Message, Part, Text
 from pytest_osworld.models.transport import HttpModelClient, JsonReply
-from pytest_osworld.results.record import Usage
+from pytest_osworld.record import Usage
 
 # OSWorld's own computer-use agents take these words in a final message as "the task is infeasible".
 INFEASIBLE = re.compile(r"\b(infeasible|unfeasible|not feasible|impossible|cannot be done)\b", re.IGNORECASE)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
-from pytest_osworld.evaluation.errors import EvaluatorUnavailable
+from pytest_osworld.errors import EvaluatorUnavailable
 
 MetricFn = Callable[..., float]
 F = TypeVar("F", bound=Callable[..., Any])

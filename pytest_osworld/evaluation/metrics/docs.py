@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from io import BytesIO
 from typing import Any
 
-from ..errors import EvaluatorUnavailable
+from pytest_osworld.errors import EvaluatorUnavailable
+
 from ._common import fuzz_ratio
 from ._registry import metric, require
 

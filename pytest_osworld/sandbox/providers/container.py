@@ -18,14 +18,9 @@ from typing import TYPE_CHECKING, Any, Self
 import docker
 import docker.types
 
+from pytest_osworld.errors import SandboxError
 from pytest_osworld.sandbox import profiles
-from pytest_osworld.sandbox.base import (
-    API_PORT,
-    Progress,
-    SandboxConfigError,
-    SandboxError,
-    SandboxProvider,
-)
+from pytest_osworld.sandbox.base import API_PORT, Progress, SandboxConfigError, SandboxProvider
 from pytest_osworld.sandbox.containers import ContainerBackedSandbox, Containers, NotReady, RunningContainer, wait_ready
 from pytest_osworld.sandbox.hosts import EngineHost, host_pool, pick_host
 from pytest_osworld.sandbox.identity import image_identity

@@ -31,7 +31,8 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from pytest_osworld.sandbox.base import GUEST_PORTS, Sandbox, SandboxConfigError, SandboxError, SandboxProvider
+from pytest_osworld.errors import SandboxError
+from pytest_osworld.sandbox.base import GUEST_PORTS, Sandbox, SandboxConfigError, SandboxProvider
 from pytest_osworld.sandbox.hosts import EngineHost
 from pytest_osworld.sandbox.labels import LABEL_MANAGED, LABEL_NODE, LABEL_POOL, LABEL_RUN_ID, Owner
 from pytest_osworld.sandbox.leftovers import list_managed, sweep_run

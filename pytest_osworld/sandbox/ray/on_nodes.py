@@ -20,6 +20,7 @@ import requests.exceptions
 from pytest_osworld.sandbox.base import SandboxConfigError
 from pytest_osworld.sandbox.hosts import EngineHost
 from pytest_osworld.sandbox.leftovers import CleanReport, clean_engine, sweep_run
+from pytest_osworld.sandbox.profiles import sandbox_provides
 from pytest_osworld.sandbox.provides import Provides
 from pytest_osworld.sandbox.ray.resources import read_nodes, slot_nodes
 from pytest_osworld.settings import Settings
@@ -28,8 +29,6 @@ TASK_TIMEOUT = 600.0
 
 
 def what_it_provides(settings: dict[str, Any], build: bool) -> Provides:
-    from pytest_osworld.support import sandbox_provides
-
     return sandbox_provides(Settings.model_validate(settings), build=build, progress=lambda line: None)
 
 

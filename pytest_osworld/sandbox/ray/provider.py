@@ -26,18 +26,11 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self
 
+from pytest_osworld.errors import SandboxError, SandboxLost
+from pytest_osworld.record import Placement, now_iso
 from pytest_osworld.sandbox import profiles
-from pytest_osworld.sandbox.base import (
-    API_PORT,
-    Progress,
-    Sandbox,
-    SandboxConfigError,
-    SandboxError,
-    SandboxLost,
-    SandboxProvider,
-)
+from pytest_osworld.sandbox.base import API_PORT, Progress, Sandbox, SandboxConfigError, SandboxProvider
 from pytest_osworld.sandbox.leftovers import Managed
-from pytest_osworld.sandbox.placement import Placement, now_iso
 from pytest_osworld.sandbox.provides import Provides, unknown
 from pytest_osworld.sandbox.ray import connect as ray_connect
 from pytest_osworld.sandbox.ray import on_nodes

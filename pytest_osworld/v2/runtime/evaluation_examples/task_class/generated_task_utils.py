@@ -30,11 +30,10 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_osworld.evaluation.errors import EvaluatorError, EvaluatorUnavailable
+from pytest_osworld.errors import EvaluatorError, EvaluatorUnavailable, SandboxLost
 from pytest_osworld.evaluation.evaluate import is_fail
 from pytest_osworld.evaluation.getters import CREDENTIAL_GETTERS, GETTERS, getter_unavailable_reason
 from pytest_osworld.evaluation.metrics import METRICS, metric_unavailable_reason
-from pytest_osworld.sandbox.base import SandboxLost
 from pytest_osworld.setup.errors import SetupError
 from pytest_osworld.v2.config import JudgeError
 from pytest_osworld.v2.runtime.desktop_env.evaluators import getters

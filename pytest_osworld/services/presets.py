@@ -1,6 +1,6 @@
 """Service presets: declarations that ship with the package but are not built in.
 
-Each ``<name>.yaml`` here is a profile fragment (a ``services:`` mapping, so the file is a valid
+Each ``profiles/<name>.yaml`` is a profile fragment (a ``services:`` mapping, so the file is a valid
 profile by itself too) for a stack a user pulls or builds: a run takes it with
 ``service_presets: [<name>]`` (or ``--osworld-service-presets <name>``). Its services sit between the
 built-in ones and the profile's own ``services:``, which adjust them key by key (docs/services.md).
@@ -17,7 +17,7 @@ import yaml
 
 from pytest_osworld.services.model import Service, ServiceConfigError, merge
 
-PRESET_DIR = Path(__file__).parent
+PRESET_DIR = Path(__file__).parent / "profiles"  # data only: a sub-package would be a package-level circle
 
 
 def names() -> list[str]:

@@ -1,4 +1,7 @@
-"""The session's model client, built from the settings."""
+"""The session's model client, built from the settings for the chosen runner (whose protocol it speaks).
+
+Here and not in ``models``: which API the endpoint speaks is the runner's to say (``registry``), and
+the models' clients sit below the agents."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import re
 
 import httpx
 
+from pytest_osworld.agents.registry import runner_model_api
 from pytest_osworld.models.anthropic_client import AnthropicClient
 from pytest_osworld.models.base import ModelApi, ModelConfigError, Prices, Sampling
 from pytest_osworld.models.openai_client import OpenAIClient
@@ -41,8 +45,6 @@ def read_key(key_env: str | None) -> Secret | None:
 def endpoint_api(settings: Settings) -> ModelApi:
     """The protocol of the session's endpoint: the chosen runner's own when it speaks one API only (a
     native runner: anthropic-computer speaks Anthropic's Messages API), else ``model_api``."""
-    from pytest_osworld.agents.registry import runner_model_api  # the agents import this package
-
     api = runner_model_api(settings.runner_name)
     return "anthropic" if api == "anthropic" else "openai" if api == "openai" else settings.model.api
 

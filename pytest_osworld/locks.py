@@ -1,10 +1,12 @@
-"""A fair (first come, first served) lock shared by the processes of one machine: xdist's workers.
+"""The machine's locks, shared by its processes (xdist workers, parallel runs), over ``fcntl.flock``:
 
-An exclusive service is held by one task at a time. ``fcntl.flock`` alone is not fair (a releasing
-worker may take it straight back while others starve), so the holders queue in a file: each waiter
-appends a ticket (its pid and process start identity), the head of the queue holds the lock. The
-queue file is only ever read and written under ``flock``. A ticket whose process has died (a worker
-killed hard) is dropped by the next waiter that looks, so a crash never blocks the others.
+- ``file_lock`` and ``engine_lock``: one holder at a time (an image built once per engine, a run's
+  services started once);
+- ``FairLock``: first come, first served, for exclusive services. ``flock`` alone is not fair (a
+  releasing worker may take it straight back while others starve), so the holders queue in a file:
+  each waiter appends a ticket (its pid and process start identity), the head of the queue holds the
+  lock. The queue file is only ever read and written under ``flock``. A ticket whose process has died
+  (a worker killed hard) is dropped by the next waiter that looks, so a crash never blocks the others.
 """
 
 from __future__ import annotations
@@ -20,11 +22,42 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_osworld.guest.locks import cache_dir
-from pytest_osworld.sandbox.procs import is_alive, own_identity
+from pytest_osworld.procs import is_alive, own_identity
 
 _FIRST_POLL = 0.02
 _MAX_POLL = 0.25
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = Path(base) / "pytest-osworld"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def file_lock(name: str, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold ``<cache>/pytest-osworld/locks/<name>.lock``; ``on_wait`` runs if another holds it."""
+    path = cache_dir() / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def engine_lock(engine: str, what: str) -> contextlib.AbstractContextManager[None]:
+    """The lock of ``what`` on one Docker engine (named by its display URL), shared by every process
+    of this machine: xdist workers and parallel runs take turns. Processes on other machines sharing a
+    remote engine are not covered."""
+    return file_lock(f"{what}-{hashlib.sha256(engine.encode()).hexdigest()[:16]}")
 
 
 def lock_dir(run_id: str) -> Path:
