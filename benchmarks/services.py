@@ -28,7 +28,7 @@ from pytest_osworld.guest import build
 from pytest_osworld.plugin.run import new_run_id
 from pytest_osworld.sandbox import Owner, parse_hosts
 from pytest_osworld.services import BUILTIN
-from pytest_osworld.services.model import DEFAULT_SUFFIX
+from pytest_osworld.services.declaration import DEFAULT_SUFFIX
 from pytest_osworld.services.pool import ServicePool, remove_services
 
 CHECK_TARGET_MS = 20.0

@@ -78,6 +78,6 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _support(args: argparse.Namespace) -> int:
-    from pytest_osworld.support import support_command
+    from pytest_osworld.runnable import support_command
 
     return support_command(args)

@@ -18,7 +18,7 @@ from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.episode import Episode
 from pytest_osworld.models import ModelClient
 from pytest_osworld.plugin.items import TaskItem
-from pytest_osworld.plugin.outcomes import judge
+from pytest_osworld.plugin.outcomes import end_test
 from pytest_osworld.plugin.run import OsworldRun, get_run
 from pytest_osworld.record import TaskResult
 from pytest_osworld.results.recorder import EpisodeRecorder
@@ -37,7 +37,7 @@ class TestedEpisode(Episode):
 
     def run_and_judge(self) -> TaskResult:
         result = self.run()
-        judge(result)
+        end_test(result)
         return result
 
 

@@ -3,7 +3,7 @@
 Each hook is a few lines that delegate: settings to :mod:`pytest_osworld.settings`, reading task
 inputs to :mod:`pytest_osworld.plugin.items` (OSWorld-V2 inputs to :mod:`pytest_osworld.plugin.v2`),
 support (the engine's, and the chosen sandbox's provides against each task's needs) to
-:mod:`pytest_osworld.support`, shards to :mod:`pytest_osworld.tasks.shard`, the manifest to its
+:mod:`pytest_osworld.runnable`, shards to :mod:`pytest_osworld.tasks.shard`, the manifest to its
 owner (:class:`pytest_osworld.results.manifest.ManifestOwner`).
 """
 
@@ -35,9 +35,9 @@ from pytest_osworld.plugin.v2 import skip_reason as v2_skip_reason
 from pytest_osworld.results.manifest import ModelIdentity
 from pytest_osworld.results.store import StoreError
 from pytest_osworld.results.views import UNRUNNABLE_MARKER
+from pytest_osworld.runnable import engine_skip, sandbox_skip, unknown_provides_line
 from pytest_osworld.sandbox import Provides, SandboxConfigError, unknown
 from pytest_osworld.sandbox.profiles import sandbox_provides
-from pytest_osworld.support import engine_skip, sandbox_skip, unknown_provides_line
 from pytest_osworld.tasks.markers import KNOWN_DOMAINS, MARKERS
 from pytest_osworld.tasks.v2.markers import V2_MARKERS
 from pytest_osworld.tasks.v2.pins import PinError, read_pins

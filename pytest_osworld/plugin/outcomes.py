@@ -2,7 +2,7 @@
 
 The outcome table of docs/results.md, in one place:
 
-- :func:`judge` ends a task item's test from its result record: a score of 1 passes, a valid score
+- :func:`end_test` ends a task item's test from its result record: a score of 1 passes, a valid score
   below 1 fails (:class:`TaskFailed`), an infrastructure fault is an error shown as ``MASKED``
   (:class:`TaskMasked`), a need found only at evaluation skips;
 - :func:`classify` reads a phase report back into an :class:`Outcome` for the record and the reports;
@@ -42,7 +42,7 @@ class TaskMasked(OutcomeError):
         self.reason = reason
 
 
-def judge(result: TaskResult) -> None:
+def end_test(result: TaskResult) -> None:
     """End the test as the outcome table says; returns only when the task scored 1."""
     if result.termination is Termination.UNSUPPORTED:
         pytest.skip(f"unsupported here: {result.message}")

@@ -1,6 +1,6 @@
 """OSWorld-V2 collection: a split or a task file becomes a ``V2TaskFile`` yielding ``V2TaskItem``s.
 
-The files are read statically (:mod:`pytest_osworld.tasks.v2.reader`), pinned before anything runs
+The files are read statically (:mod:`pytest_osworld.tasks.v2.task_file`), pinned before anything runs
 (:mod:`pytest_osworld.tasks.v2.pins`), and marked (:mod:`pytest_osworld.tasks.v2.markers`), so
 ``--collect-only``, ``-k`` and ``-m`` work on them. :func:`skip_reason` skips, before any sandbox, what
 cannot run here (a service the run does not define); :func:`osworld_v2_task` runs the rest: it holds the
@@ -23,7 +23,7 @@ from pytest_osworld.agents import RunnerContext, RunnerUnavailable, make_runner
 from pytest_osworld.errors import OsworldError, TaskInputErrors
 from pytest_osworld.models import ModelClient
 from pytest_osworld.plugin.judge import dead_judge
-from pytest_osworld.plugin.outcomes import OutcomeError, judge
+from pytest_osworld.plugin.outcomes import OutcomeError, end_test
 from pytest_osworld.plugin.run import OsworldRun, get_run, given_paths
 from pytest_osworld.record import LoopRecord, ServiceRecord, TaskResult, Termination
 from pytest_osworld.results.recorder import EpisodeRecorder
@@ -37,7 +37,7 @@ from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import TaskEntry
 from pytest_osworld.tasks.v2.markers import v2_markers
 from pytest_osworld.tasks.v2.pins import PinError
-from pytest_osworld.tasks.v2.reader import (
+from pytest_osworld.tasks.v2.task_file import (
     TASK_FOLDER,
     V2Task,
     has_split_beside,
@@ -283,7 +283,7 @@ def osworld_v2_task(
     if dead is not None:  # masked before its services or sandbox start: nothing could score it
         result = _masked_record(osworld_run, item, Termination.JUDGE_ERROR, dead)
         recorder.finish(result)
-        judge(result)
+        end_test(result)
         return
     names = needed_services(item.task, settings)
     records: dict[str, ServiceRecord] = {}
@@ -299,7 +299,7 @@ def osworld_v2_task(
                 result = _masked_record(osworld_run, item, Termination.SERVICE_ERROR, str(exc))
                 result.services = records
                 recorder.finish(result)
-                judge(result)
+                end_test(result)
                 return
             access, network = dict(held.access), held.network
             service_check = held.problem
@@ -317,7 +317,7 @@ def osworld_v2_task(
             unload(item.task.id)
             result = _masked_record(osworld_run, item, Termination.SETUP_ERROR, str(exc))
             recorder.finish(result)
-            judge(result)
+            end_test(result)
             return
         stack.callback(unload, item.task.id)
         try:
@@ -359,4 +359,4 @@ def osworld_v2_task(
             episode.result.services = dict(records)
             episode.context.services = access
             episode.service_check = service_check
-        judge(episode.run())
+        end_test(episode.run())

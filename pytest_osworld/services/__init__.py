@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_osworld.services.builtin import BUILTIN
-from pytest_osworld.services.model import Service, ServiceConfigError, check_suffix, merge
+from pytest_osworld.services.declaration import Service, ServiceConfigError, check_suffix, merge
 from pytest_osworld.services.presets import check_entries, check_name, with_presets
 from pytest_osworld.settings import use_service_registry
 

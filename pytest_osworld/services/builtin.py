@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_osworld.servers import image_command
-from pytest_osworld.services.model import HttpReset, Probe, Reset, Service, merge
+from pytest_osworld.services.declaration import HttpReset, Probe, Reset, Service, merge
 
 _DECLARATIONS = [
     Service(

@@ -62,7 +62,7 @@ from pytest_osworld.sandbox.desktop_image import ensure_desktop_image
 from pytest_osworld.sandbox.tunnel import Forward
 from pytest_osworld.sanitize import remember
 from pytest_osworld.services.access import ServiceAccess
-from pytest_osworld.services.model import Service
+from pytest_osworld.services.declaration import Service
 
 log = logging.getLogger("pytest_osworld.services")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from pytest_osworld.services.model import Service, ServiceConfigError, merge
+from pytest_osworld.services.declaration import Service, ServiceConfigError, merge
 
 PRESET_DIR = Path(__file__).parent / "profiles"  # data only: a sub-package would be a package-level circle
 

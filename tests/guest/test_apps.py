@@ -17,9 +17,9 @@ import pytest
 
 from pytest_osworld.cli import main
 from pytest_osworld.guest import build
+from pytest_osworld.runnable import unrunnable_reason, unsupported_reason
 from pytest_osworld.sandbox.profiles import sandbox_provides
 from pytest_osworld.settings import Settings
-from pytest_osworld.support import unrunnable_reason, unsupported_reason
 from pytest_osworld.tasks.needs import needs_of
 from pytest_osworld.tasks.readers import read_input
 from tests.support.guest_containers import Guest, wait_until

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from pytest_osworld.cli import main
+from pytest_osworld.runnable import unrunnable_reason
 from pytest_osworld.sandbox import SandboxConfigError
 from pytest_osworld.sandbox.profiles import resolve, sandbox_provides
 from pytest_osworld.settings import Settings
-from pytest_osworld.support import unrunnable_reason
 from pytest_osworld.tasks.model import Task
 from tests.support.paths import REPO
 from tests.support.taskfactory import task, write_jsonl

@@ -167,7 +167,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pytest_osworld.plugin.outcomes import judge
+from pytest_osworld.plugin.outcomes import end_test
 from pytest_osworld.record import Durations, TaskResult, Termination
 from pytest_osworld.setup.context import StepRecord
 
@@ -211,7 +211,7 @@ class Episode:
             artifacts={"recording": video} if video else {},
         )
         self.recorder.finish(result)
-        judge(result)
+        end_test(result)
         return result
 
 

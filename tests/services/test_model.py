@@ -9,7 +9,7 @@ import pytest
 
 from pytest_osworld.errors import SettingsError
 from pytest_osworld.services import BUILTIN, defined, undefined_reason
-from pytest_osworld.services.model import Service, ServiceConfigError, merge
+from pytest_osworld.services.declaration import Service, ServiceConfigError, merge
 from pytest_osworld.settings import Settings, read_profile
 from pytest_osworld.settings import merge as merge_settings
 from pytest_osworld.tasks.markers import task_markers

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_osworld.cli import main
+from pytest_osworld.runnable import unsupported_reason
 from pytest_osworld.settings import Settings
-from pytest_osworld.support import unsupported_reason
 from pytest_osworld.tasks.readers import TaskEntry, read_split
 from tests.support.paths import shared_examples
 

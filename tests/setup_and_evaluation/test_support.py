@@ -10,11 +10,11 @@ import pytest
 
 from pytest_osworld.cli import main
 from pytest_osworld.evaluation.getters import _registry as getter_registry
+from pytest_osworld.runnable import format_report, needs_credentials, support_report, unsupported_reason
 from pytest_osworld.sandbox.provides import REBUILD, unknown
 from pytest_osworld.sandbox.registry import provider_class
 from pytest_osworld.settings import Settings
 from pytest_osworld.setup.assets import AssetCache
-from pytest_osworld.support import format_report, needs_credentials, support_report, unsupported_reason
 from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import read_input
 from tests.support.paths import shared_examples

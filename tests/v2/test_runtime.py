@@ -412,7 +412,7 @@ def test_call_user_in_the_pyautogui_space_and_in_a_solution() -> None:
 def test_skips_known_before_any_sandbox(tmp_path: Path) -> None:
     from pytest_osworld.plugin.v2 import NO_RUNNER, NO_SOLUTION, skip_reason
     from pytest_osworld.settings import Settings
-    from pytest_osworld.tasks.v2.reader import read_task_file
+    from pytest_osworld.tasks.v2.task_file import read_task_file
 
     big = _write(
         tmp_path,
@@ -460,7 +460,7 @@ def test_the_v2_image_password_only_on_v2s_image() -> None:
 
 def test_base_task_defaults_are_the_static_readers() -> None:
     # The loaded task and the collected one must agree on every field's default.
-    from pytest_osworld.tasks.v2.reader import TASK_FIELDS
+    from pytest_osworld.tasks.v2.task_file import TASK_FIELDS
     from pytest_osworld.v2.runtime.desktop_env.task_base import BaseTask
 
     assert {name: getattr(BaseTask, name) for name in TASK_FIELDS} == TASK_FIELDS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_osworld.tasks.v2.reader import V2Task
+from pytest_osworld.tasks.v2.task_file import V2Task
 
 V2_MARKERS: dict[str, str] = {
     "v2": "an OSWorld-V2 task (a Python task class, collected without importing it)",

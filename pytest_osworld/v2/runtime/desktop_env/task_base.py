@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pytest_osworld.tasks.v2.reader import TASK_FIELDS
+from pytest_osworld.tasks.v2.task_file import TASK_FIELDS
 
 # BaseTask's fields and their defaults: the static reader's table, so a collected task and a loaded
 # one agree on every default (the class attributes below repeat them for task code that reads them).
