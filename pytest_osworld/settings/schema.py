@@ -74,6 +74,13 @@ class Settings(BaseModel):
         model instance given under its name is the group itself."""
         if not isinstance(data, Mapping):
             return data
+        if any(isinstance(data.get(name), Mapping) for name in GROUPS if name not in FLAT):
+            # The nested form (``model_dump()``'s: a group no flat name shares, e.g. ``loop``, given as a
+            # mapping): every group's mapping is that group, so a dump validates back.
+            return {
+                key: dict(value) if key in GROUPS and isinstance(value, Mapping) else value
+                for key, value in data.items()
+            }
         routed: dict[str, Any] = {}
         for key, value in data.items():
             group_name = key if isinstance(value, _Group) else FLAT.get(key, (None, ""))[0]
