@@ -7,7 +7,7 @@ Each episode runs on a real sandbox of the desktop image with the oracle runner 
 of no-op steps (an instant "model"). Every call into the guest and into the runner is timed where it
 is made; the loop's overhead is the agent phase's wall-clock time minus those, divided by the steps:
 observation bookkeeping, step records, traj.jsonl and screenshot writes, Allure hooks.
-Target: median <= 20 ms per step. The settle pause after an action is set to 0 (it is a setting).
+Target: median <= 20 ms per step. The pause after an action (action_pause) is set to 0.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def main() -> int:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = merge(cli={"settle": 0, "max_steps": args.steps + 5, "report_dir": tmp})
+        settings = merge(cli={"action_pause": 0, "max_steps": args.steps + 5, "report_dir": tmp})
         opened = open_provider(settings)
         if opened is None:
             return 2

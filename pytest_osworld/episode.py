@@ -264,8 +264,8 @@ class Episode:
         Only a guest that is gone raises (:class:`GuestUnreachable`); the action is never sent twice.
         """
         answer = self.guest.run_action(self._code(action), self.settings.loop.action_timeout)
-        if self.settings.loop.settle:
-            time.sleep(self.settings.loop.settle)  # the UI's reaction time, as upstream's pause after an action
+        if self.settings.loop.action_pause:
+            time.sleep(self.settings.loop.action_pause)  # the UI's reaction time, as upstream's pause after an action
         status = "timeout" if answer.timed_out else ("ok" if answer.returncode == 0 else "error")
         return {
             "execute_status": status,

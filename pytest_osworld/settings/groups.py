@@ -30,13 +30,26 @@ TASK_OVERRIDABLE = frozenset(
         "max_tokens",
         "max_steps",
         "episode_timeout",
-        "settle",
+        "action_pause",
         "wait_seconds",
         "action_timeout",
         "start_settle",
         "eval_settle",
     }
 )
+
+
+# Flat names a setting had before it was renamed -> its name now. Each is still taken wherever a flat name
+# is (the option --osworld-<old>, the ini key osworld_<old>, the profile key, Settings(<old>=...),
+# settings.replace, task_overrides); docs/settings.md lists it beside the new name.
+OLD_NAMES: dict[str, str] = {
+    "settle": "action_pause",  # the pause after an action; "settle" is the wait after setup and before evaluation
+}
+
+
+def current_name(flat: str) -> str:
+    """A flat name as the settings spell it now (an old spelling's new name, else the name itself)."""
+    return OLD_NAMES.get(flat, flat)
 
 
 def _profile_only(description: str) -> Any:
@@ -186,7 +199,11 @@ class LoopGroup(_Group):
     a11y_tree_max_chars: int = Field(
         40000, ge=1000, description="most characters of accessibility tree text in one prompt"
     )
-    settle: float = Field(0.5, ge=0, description="seconds to let the screen settle after an action")
+    action_pause: float = Field(
+        0.5,
+        ge=0,
+        description="seconds to pause after an action, for the screen to catch up (OSWorld's sleep_after_execution)",
+    )
     wait_seconds: float = Field(2.0, ge=0, description="how long a WAIT action waits, seconds")
     action_timeout: float = Field(
         120.0, gt=0, description="seconds an action may run in the guest before it is killed (the step records it)"
@@ -229,6 +246,18 @@ class LoopGroup(_Group):
         if seconds < 0:
             raise ValueError(f"expected quiet or a number of seconds (0 or more), got {value!r}")
         return seconds
+
+    @field_validator("task_overrides", mode="before")
+    @classmethod
+    def _override_old_names(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        return {
+            task_id: {current_name(str(k)): v for k, v in overrides.items()}
+            if isinstance(overrides, Mapping)
+            else overrides
+            for task_id, overrides in value.items()
+        }
 
     @field_validator("task_overrides")
     @classmethod

@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
 from pytest_osworld.errors import SettingsError
+from pytest_osworld.settings.groups import OLD_NAMES, current_name
 from pytest_osworld.settings.schema import FLAT, GROUPS, OSWORLD_LOOP, Settings
 
 CLI_PREFIX = "--osworld-"
@@ -74,24 +75,33 @@ def add_options(parser: Any) -> None:
                 _add_option(parser, group, name)
 
 
+def old_names(name: str) -> list[str]:
+    """The old spellings of a setting (flat names it had before a rename), still taken."""
+    return [old for old, new in OLD_NAMES.items() if new == name]
+
+
 def _add_option(parser: Any, group: Any, name: str) -> None:
-    flag = CLI_PREFIX + name.replace("_", "-")
+    spellings = [name, *old_names(name)]
+    flags = [CLI_PREFIX + n.replace("_", "-") for n in spellings]
     dest = INI_PREFIX + name
     help_text = field_info(name).description or name
     if _is_bool(name):
-        group.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
+        group.addoption(*flags, dest=dest, action="store_true", default=None, help=help_text)
         group.addoption(
-            CLI_PREFIX + "no-" + name.replace("_", "-"),
+            *(CLI_PREFIX + "no-" + n.replace("_", "-") for n in spellings),
             dest=dest,
             action="store_false",
             default=None,
             help=f"do not: {help_text}",
         )
     elif _is_list(name):
-        group.addoption(flag, dest=dest, action="append", default=None, metavar="VALUE", help=help_text)
+        group.addoption(*flags, dest=dest, action="append", default=None, metavar="VALUE", help=help_text)
     else:
-        group.addoption(flag, dest=dest, default=None, metavar="VALUE", help=help_text)
-    parser.addini(dest, help_text, type="linelist" if _is_list(name) else "string", default=None)
+        group.addoption(*flags, dest=dest, default=None, metavar="VALUE", help=help_text)
+    kind = "linelist" if _is_list(name) else "string"
+    parser.addini(dest, help_text, type=kind, default=None)
+    for old in old_names(name):
+        parser.addini(INI_PREFIX + old, f"old name of {dest}: {help_text}", type=kind, default=None)
 
 
 def _source_label(source: str, key: str) -> str:
@@ -137,7 +147,8 @@ def read_profile(path: Path) -> ProfileValues:
     for key, value in ((str(k).replace("-", "_"), v) for k, v in data.items()):
         # model, sandbox and gate are flat keys of strings too: a mapping there is the group nested.
         pairs = _nested(path, key, value) if key in NESTABLE and isinstance(value, dict) else [(key, key, value)]
-        for spelled, name, inner in pairs:
+        for spelled, written, inner in pairs:
+            name = current_name(written)
             if name not in FLAT:
                 raise SettingsError(
                     f"profile {path}: unknown setting {spelled!r}"
@@ -148,7 +159,7 @@ def read_profile(path: Path) -> ProfileValues:
                 raise SettingsError(f"profile {path}: {spelled} and {earlier} are the same setting; give it once")
             values[name] = inner
             if spelled != name:
-                values.spelled[name] = spelled
+                values.spelled[name] = spelled  # a nested key or an old spelling: errors name it as written
     return values
 
 
@@ -157,15 +168,16 @@ def _nested(path: Path, group: str, entries: dict[Any, Any]) -> list[tuple[str, 
     fields = GROUPS[group].model_fields
     pairs = []
     for key, value in entries.items():
-        key = str(key).replace("-", "_")
+        written = str(key).replace("-", "_")
+        key = current_name(written)
         if key in fields:
             name = fields[key].alias or key
         elif key in FLAT and FLAT[key][0] == group:
             name = key
         else:
             known = ", ".join(fields)
-            raise SettingsError(f"profile {path}: unknown setting {group}.{key} (the {group} group has: {known})")
-        pairs.append((f"{group}.{key}", name, value))
+            raise SettingsError(f"profile {path}: unknown setting {group}.{written} (the {group} group has: {known})")
+        pairs.append((f"{group}.{written}", name, value))
     return pairs
 
 
@@ -200,6 +212,7 @@ def merge(
         ),
         ("cli", dict(cli), invocation_dir),
     ):
+        values = {current_name(key): value for key, value in values.items()}
         if base is not None:
             _resolve_paths(values, base)
         layers.append((source, values))
@@ -264,9 +277,11 @@ def from_pytest_config(config: Any) -> Settings:
     }
     ini: dict[str, Any] = {}
     for name in cli_names():
-        value = config.getini(INI_PREFIX + name)
-        if value not in (None, "", []):  # an empty ini value is the same as none
-            ini[name] = value
+        for spelling in (name, *old_names(name)):  # the current name first: it wins over an old spelling
+            value = config.getini(INI_PREFIX + spelling)
+            if value not in (None, "", []):  # an empty ini value is the same as none
+                ini[name] = value
+                break
     ini_dir = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
     invocation_dir = Path(config.invocation_params.dir)
     profile_arg = config.getoption("osworld_profile")

@@ -16,7 +16,15 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from pytest_osworld.settings.layers import CLI_PREFIX, INI_PREFIX, NESTABLE, _is_bool, _is_list, _is_profile_only
+from pytest_osworld.settings.layers import (
+    CLI_PREFIX,
+    INI_PREFIX,
+    NESTABLE,
+    _is_bool,
+    _is_list,
+    _is_profile_only,
+    old_names,
+)
 from pytest_osworld.settings.schema import FLAT, GROUPS
 
 COMMAND = "python -m pytest_osworld.settings.reference docs/settings.md"
@@ -56,6 +64,9 @@ services' declarations (profile only, [services.md](services.md)): the services 
 (`service_presets`, `service_host_suffix`, ...). `model:`, `sandbox:` and `gate:` with a plain value are
 the flat settings (the model's name, the sandbox's, the gate's mode); with a mapping, the group. A
 setting given both ways in one profile is an error.
+
+A setting that was renamed keeps its old name as a second spelling, noted in its row: the old option,
+ini key and profile key still set it.
 
 In the code a setting is `settings.<group>.<field>` (`settings.model.url`); `Settings(model_url=...)`
 and every merge layer take the flat names.
@@ -124,7 +135,11 @@ def render() -> str:
                 option += " (repeatable)" if _is_list(flat) else ""
                 ini = f"`{INI_PREFIX}{flat}`"
             row = [f"`{flat}`", f"`{group}.{field}`", option, ini, type_name(info.annotation)]
-            row += [default_text(flat, info), info.description or ""]
+            description = info.description or ""
+            if old := old_names(flat):
+                spelled = ", ".join(f"`{name}`" for name in old)
+                description += f" (old name {spelled}: still taken as option, ini key and profile key)"
+            row += [default_text(flat, info), description]
             out.append("| " + " | ".join(cell(c) for c in row) + " |")
     return "\n".join(out) + "\n"
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from pytest_osworld.settings.groups import (
+    OLD_NAMES,
     GateGroup,
     JudgeGroup,
     LoopGroup,
@@ -26,6 +27,7 @@ from pytest_osworld.settings.groups import (
     TasksGroup,
     VmGroup,
     _Group,
+    current_name,
 )
 
 # What --osworld-compat sets (flat names): OSWorld's run script defaults (run.py, lib_run_single.py) for
@@ -38,7 +40,7 @@ OSWORLD_LOOP: dict[str, Any] = {
     "temperature": 1.0,
     "top_p": 0.9,
     "max_tokens": 1500,
-    "settle": 0.0,  # sleep_after_execution
+    "action_pause": 0.0,  # sleep_after_execution
     "wait_seconds": 0.0,  # a WAIT sleeps the pause twice: 2 x sleep_after_execution
     "screen_width": 1920,
     "screen_height": 1080,
@@ -46,6 +48,15 @@ OSWORLD_LOOP: dict[str, Any] = {
     "start_settle": 60.0,  # time.sleep(60) after env.reset(), before the first observation
     "eval_settle": 20.0,  # time.sleep(20) before env.evaluate()
 }
+
+# A loop knob whose setting was renamed keeps, in the record's ``loop`` (its knobs and what differs), the
+# name it was published under (docs/results.md), so records of old and new runs read alike.
+RECORD_KNOBS: dict[str, str] = {"action_pause": "settle"}
+
+
+def record_knobs(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Loop knobs by flat name, keyed as a record's ``loop`` keys them."""
+    return {RECORD_KNOBS.get(name, name): value for name, value in values.items()}
 
 
 class Settings(BaseModel):
@@ -78,11 +89,13 @@ class Settings(BaseModel):
             # The nested form (``model_dump()``'s: a group no flat name shares, e.g. ``loop``, given as a
             # mapping): every group's mapping is that group, so a dump validates back.
             return {
-                key: dict(value) if key in GROUPS and isinstance(value, Mapping) else value
+                key: {current_name(str(k)): v for k, v in value.items()}
+                if key in GROUPS and isinstance(value, Mapping)
+                else value
                 for key, value in data.items()
             }
         routed: dict[str, Any] = {}
-        for key, value in data.items():
+        for key, value in ((current_name(k), v) for k, v in data.items()):
             group_name = key if isinstance(value, _Group) else FLAT.get(key, (None, ""))[0]
             if group_name is None:
                 routed[key] = value  # unknown: extra="forbid" names it
@@ -119,18 +132,18 @@ class Settings(BaseModel):
                 )
         return self
 
-    # --- by flat name (the option's, ini key's and profile key's)
+    # --- by flat name (the option's, ini key's and profile key's; an old spelling is taken too)
     def value(self, flat: str) -> Any:
-        group, field = FLAT[flat]
+        group, field = FLAT[current_name(flat)]
         return getattr(getattr(self, group), field)
 
     def set_value(self, flat: str, value: Any) -> None:
-        group, field = FLAT[flat]
+        group, field = FLAT[current_name(flat)]
         setattr(getattr(self, group), field, value)
 
     def given(self, flat: str) -> bool:
         """Whether the setting was given (by any layer), not left at its default."""
-        group, field = FLAT[flat]
+        group, field = FLAT[current_name(flat)]
         return field in getattr(self, group).model_fields_set
 
     def flat(self, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
@@ -145,7 +158,7 @@ class Settings(BaseModel):
         """A copy with some settings (by flat name) replaced, unvalidated as ``model_copy``'s update."""
         update: dict[str, dict[str, Any]] = {}
         for name, value in flat.items():
-            group, field = FLAT[name]
+            group, field = FLAT[current_name(name)]
             update.setdefault(group, {})[field] = value
         return self.model_copy(
             update={group: getattr(self, group).model_copy(update=values) for group, values in update.items()}
@@ -156,12 +169,14 @@ class Settings(BaseModel):
         knobs = {name: self.value(name) for name in OSWORLD_LOOP}
         return {
             "mode": "osworld-compat" if self.loop.compat else "project defaults",
-            "knobs": knobs,
-            "differs": {
-                name: {"value": value, "osworld": OSWORLD_LOOP[name]}
-                for name, value in knobs.items()
-                if value != OSWORLD_LOOP[name]
-            },
+            "knobs": record_knobs(knobs),
+            "differs": record_knobs(
+                {
+                    name: {"value": value, "osworld": OSWORLD_LOOP[name]}
+                    for name, value in knobs.items()
+                    if value != OSWORLD_LOOP[name]
+                }
+            ),
         }
 
     @property
@@ -191,3 +206,4 @@ def _flat_names() -> Iterator[tuple[str, tuple[str, str]]]:
 
 # flat name -> (group, field), in the groups' order.
 FLAT: dict[str, tuple[str, str]] = dict(_flat_names())
+assert not set(OLD_NAMES) & set(FLAT) and set(OLD_NAMES.values()) <= set(FLAT), "an old spelling is a name again"

@@ -12,6 +12,7 @@ from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.render import summary_lines
 from pytest_osworld.results.summary import build_summary
 from pytest_osworld.settings import OSWORLD_LOOP, Settings, merge
+from pytest_osworld.settings.schema import record_knobs
 from tests.episode.runs import BUNDLED, bundled_task, run_tasks, scripted_pyautogui
 from tests.support.model_server import ModelServer, solution_answers
 
@@ -33,7 +34,7 @@ def test_compat_runs_with_osworlds_knobs_and_the_summary_says_so(
     )
     run.result.assert_outcomes(passed=1)
     record = run.record(f"os/{TASK}")
-    assert record["loop"] == {"mode": "osworld-compat", "knobs": OSWORLD_LOOP, "differs": {}}
+    assert record["loop"] == {"mode": "osworld-compat", "knobs": record_knobs(OSWORLD_LOOP), "differs": {}}
     assert record["settle"]["mode"] == "fixed" and record["settle"]["seconds"] >= 20.0  # OSWorld's sleep(20)
 
     first = server.completions("scripted")[0]

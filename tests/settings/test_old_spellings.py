@@ -106,3 +106,23 @@ def test_a_profile_writes_a_group_nested_by_field_or_flat_name(tmp_path: Path) -
     profile.write_text("loop: {steps: 3}\n", encoding="utf-8")
     with pytest.raises(SettingsError, match=r"unknown setting loop.steps \(the loop group has: agent, max_steps"):
         read_profile(profile)
+
+
+def test_a_renamed_setting_takes_its_old_name_wherever_a_flat_name_is_taken(tmp_path: Path) -> None:
+    """settle (the pause after an action) is action_pause now: the option, ini key and profile key are
+    above; here the code's flat names, a profile's nested group and a task's overrides."""
+    assert Settings(settle=2.0).loop.action_pause == 2.0
+    assert Settings.model_validate({"loop": {"settle": 3.0}}).loop.action_pause == 3.0
+    assert Settings().replace(settle=1.5).loop.action_pause == 1.5
+    settings = Settings(task_overrides={"t": {"settle": 4.0}})
+    assert settings.for_task("t").loop.action_pause == 4.0 and settings.value("settle") == 0.5
+    profile = tmp_path / "p.yaml"
+    profile.write_text("loop: {settle: 0.25}\n", encoding="utf-8")
+    assert merge(cli={}, profile=read_profile(profile), profile_path=profile).loop.action_pause == 0.25
+    profile.write_text("settle: 1\naction_pause: 2\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match="action_pause and settle are the same setting"):
+        read_profile(profile)
+    profile.write_text("settle: -1\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match=rf"profile {profile}: settle: "):
+        merge(cli={}, profile=read_profile(profile), profile_path=profile)
+    assert merge(cli={"settle": 0}, ini={"action_pause": 3}).loop.action_pause == 0  # the CLI's, as spelled

@@ -29,7 +29,7 @@ VM_ARGS = (
     "snapshot",
 )
 # Under TCG LibreOffice takes tens of seconds to draw its first window: a WAIT must cover that.
-SLOW = ("--osworld-wait-seconds", "30", "--osworld-settle", "2")
+SLOW = ("--osworld-wait-seconds", "30", "--osworld-action-pause", "2")
 
 
 def _qemu_processes_of(container_id: str) -> list[int]:
