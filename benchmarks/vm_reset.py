@@ -23,7 +23,7 @@ from pytest_osworld.plugin.run import new_run_id
 from pytest_osworld.sandbox import EngineHost, Owner
 from pytest_osworld.settings import merge
 from pytest_osworld.vm import config as vm_config
-from pytest_osworld.vm import kvm_probe, runner_image
+from pytest_osworld.vm import kvm_probe, qemu_image
 from pytest_osworld.vm.provider import VmProvider
 
 TARGET_RATIO = 10.0
@@ -32,8 +32,8 @@ TARGET_RATIO = 10.0
 def _accel(choice: str, provider: VmProvider) -> str:
     if choice != "auto":
         return choice
-    runner = runner_image.ensure_runner_image(provider.client, print)
-    report = kvm_probe.probe_boot(provider.client, runner, labels=provider.owner.labels())
+    qemu_image_id = qemu_image.ensure_qemu_image(provider.client, print)
+    report = kvm_probe.probe_boot(provider.client, qemu_image_id, labels=provider.owner.labels())
     return "kvm" if report.booted else "tcg"
 
 

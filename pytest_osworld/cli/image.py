@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--vm",
         action="store_true",
         help="also build the bootable VM image (qcow2 + kernel) of the desktop for --osworld-sandbox vm, "
-        "and the QEMU runner image",
+        "and the QEMU image",
     )
     build_parser.set_defaults(func=_build)
 

@@ -1,6 +1,6 @@
 """Building one of the project's images on an engine from a context held in memory.
 
-The desktop image, the QEMU runner image and the VM image layer are all built this way: a tar of
+The desktop image, the QEMU image and the VM image layer are all built this way: a tar of
 the context with stable metadata (so the builder's layer cache holds), the build's output condensed
 into progress lines, and earlier builds' hash tags dropped so their images can be pruned.
 """

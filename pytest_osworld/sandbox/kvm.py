@@ -6,7 +6,7 @@ container exactly as the sandbox will get it, opens it read-write there, and loo
 virtualization flags that QEMU (and OSWorld's image, which checks the same) needs.
 
 ``KVM_DEVICE`` is how every container that needs KVM gets it: a profile with ``kvm``, the vm
-provider's QEMU runners and its boot probe.
+provider's QEMU containers and its boot probe.
 """
 
 from __future__ import annotations

@@ -368,7 +368,7 @@ class SandboxGroup(_Group):
 
 class VmGroup(_Group):
     title: ClassVar[str] = (
-        "the VM sandboxes: vm (QEMU in a runner container) and osworld-vm (OSWorld's own VM image, upstream_vm_*)"
+        "the VM sandboxes: vm (QEMU in a container of the QEMU image) and osworld-vm (OSWorld's own VM image, upstream_vm_*)"
     )
     accel: Literal["kvm", "tcg"] = Field(
         "kvm",

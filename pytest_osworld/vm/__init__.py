@@ -1,1 +1,1 @@
-"""The VM sandbox: QEMU in a runner container, a bootable image of the desktop, RAM-snapshot reset."""
+"""The VM sandbox: QEMU in a container of the QEMU image, a bootable image of the desktop, RAM-snapshot reset."""

@@ -6,4 +6,4 @@ from pytest_osworld.errors import OsworldError
 
 
 class VmBuildError(OsworldError):
-    """The QEMU runner image or the VM image could not be built; the message ends with the last output."""
+    """The QEMU image or the VM image could not be built; the message ends with the last output."""

@@ -3,7 +3,7 @@
 1. ``pytest-osworld/desktop-vm:<hash>``: the desktop image with Debian's kernel, an initramfs for
    virtio disks and an init (``guest/``) layered on by a Dockerfile, so the Docker layer cache
    keeps rebuilds short.
-2. A container of it is exported (one flat tar stream) into a build container of the QEMU runner
+2. A container of it is exported (one flat tar stream) into a build container of the QEMU
    image, which puts the tree on an ext4 filesystem (``mkfs.ext4 -d``, no privileges or loop
    devices needed), converts it to qcow2 and stores it in the VM store with the kernel and the
    initramfs beside it (direct kernel boot: no bootloader to install or to wait for).
@@ -31,7 +31,7 @@ from pytest_osworld.guest.docker_build import BUILD_HASH_LABEL, ContextFile, run
 from pytest_osworld.guest.progress import LineCondenser
 from pytest_osworld.locks import file_lock
 from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_ROLE, ROLE_VM_BUILD
-from pytest_osworld.vm import runner_image, store
+from pytest_osworld.vm import qemu_image, store
 from pytest_osworld.vm.errors import VmBuildError
 
 REPOSITORY = "pytest-osworld/desktop-vm"
@@ -44,7 +44,7 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class VmImage:
-    """A VM image in the store: paths as the runner containers see them."""
+    """A VM image in the store: paths as the QEMU containers see them."""
 
     hash: str
 
@@ -79,10 +79,12 @@ def vm_hash(desktop_hash: str | None = None) -> str:
     return digest.hexdigest()
 
 
-def stored_image(client: docker.DockerClient, runner: str, wanted: str, labels: dict[str, str]) -> VmImage | None:
+def stored_image(
+    client: docker.DockerClient, qemu_image_id: str, wanted: str, labels: dict[str, str]
+) -> VmImage | None:
     """The image of hash ``wanted`` when the store holds it complete."""
     image = VmImage(wanted)
-    meta = store.read_json(client, runner, f"{image.directory}/meta.json", labels)
+    meta = store.read_json(client, qemu_image_id, f"{image.directory}/meta.json", labels)
     return image if meta is not None and meta.get("hash") == wanted else None
 
 
@@ -95,16 +97,16 @@ def ensure_vm_image(
         desktop = desktop_build.ensure_image(client, progress=say)
     except OsworldError as exc:
         raise VmBuildError(f"the VM image needs the desktop image first, which failed: {exc}") from None
-    runner = runner_image.ensure_runner_image(client, say)
+    qemu_image_id = qemu_image.ensure_qemu_image(client, say)
     wanted = vm_hash(desktop.build_hash)
-    if not force and (found := stored_image(client, runner, wanted, labels)):
+    if not force and (found := stored_image(client, qemu_image_id, wanted, labels)):
         return found
     with file_lock("vm-image-build", lambda: say("another process is building the VM image; waiting for it")):
-        if not force and (found := stored_image(client, runner, wanted, labels)):
+        if not force and (found := stored_image(client, qemu_image_id, wanted, labels)):
             return found
         started = time.monotonic()
         layered = _build_layered(client, desktop.id, wanted, say)
-        image = _assemble(client, runner, layered, wanted, labels, say)
+        image = _assemble(client, qemu_image_id, layered, wanted, labels, say)
         say(f"VM image {wanted[:12]} ready in the store volume {store.VOLUME} ({time.monotonic() - started:.0f} s)")
         return image
 
@@ -164,7 +166,7 @@ du -sh "$final"/*
 
 
 def _assemble(
-    client: docker.DockerClient, runner: str, layered: str, wanted: str, labels: dict[str, str], say: Progress
+    client: docker.DockerClient, qemu_image_id: str, layered: str, wanted: str, labels: dict[str, str], say: Progress
 ) -> VmImage:
     image = VmImage(wanted)
     token = secrets.token_hex(3)
@@ -176,7 +178,7 @@ def _assemble(
             layered, name=f"pytest-osworld-vm-export-{token}", labels=all_labels, entrypoint=["/bin/true"]
         )
         builder = client.containers.create(
-            runner,
+            qemu_image_id,
             name=f"pytest-osworld-vm-build-{token}",
             labels=all_labels,
             entrypoint=["/bin/sh", "-c"],

@@ -2,7 +2,7 @@
 
 Opening /dev/kvm proves little: a host (often itself a VM without nested virtualization) can
 have a /dev/kvm that opens and still fails to run a stock kernel. So the probe does what a
-sandbox will do: in a container of the runner image, given /dev/kvm as sandboxes get it, QEMU
+sandbox will do: in a container of the QEMU image, given /dev/kvm as sandboxes get it, QEMU
 boots Debian's kernel with a tiny initramfs whose init prints a marker on the serial console and
 powers off. KVM counts as usable only when the marker appears within the deadline.
 """
@@ -71,7 +71,7 @@ def _script(accel: Literal["kvm", "tcg"], deadline: float, silence: float | None
 
 def probe_boot(
     client: docker.DockerClient,
-    runner_image: str,
+    qemu_image: str,
     *,
     labels: dict[str, str],
     accel: Literal["kvm", "tcg"] = "kvm",
@@ -81,7 +81,7 @@ def probe_boot(
     """Boot the probe guest with ``accel`` on the engine's host; ``booted`` when the marker was seen."""
     result = run_probe(
         client,
-        runner_image,
+        qemu_image,
         _script(accel, deadline, silence if accel == "kvm" else None),
         labels=labels,
         devices=[KVM_DEVICE] if accel == "kvm" else [],

@@ -1,4 +1,4 @@
-"""The ``vm`` sandbox: one QEMU VM per sandbox, each in its own container of the runner image.
+"""The ``vm`` sandbox: one QEMU VM per sandbox, each in its own container of the QEMU image.
 
 The container publishes the guest's ports (forwarded by QEMU's user-mode network to the same
 container ports) and QEMU's monitor on the environment host's loopback, at ports the engine
@@ -56,7 +56,7 @@ from pytest_osworld.sandbox import (
 )
 from pytest_osworld.vm import config as vm_config
 from pytest_osworld.vm import image as vm_image
-from pytest_osworld.vm import kvm_probe, runner_image, snapshot, store
+from pytest_osworld.vm import kvm_probe, qemu_image, snapshot, store
 from pytest_osworld.vm.config import PROFILE, VmConfig
 from pytest_osworld.vm.qemu_args import OVMF_VARS, QMP_PORT, DiskBoot, KernelBoot, MachineSpec, state_key
 from pytest_osworld.vm.qmp import QmpClient, QmpError
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pytest_osworld.sandbox.vm")
 
-BASE_TARGET = "/base/disk.qcow2"  # where a vm_qcow2 base is mounted (read-only) in the runner
+BASE_TARGET = "/base/disk.qcow2"  # where a vm_qcow2 base is mounted (read-only) in the QEMU container
 READY_PATH = "/screenshot"
 _SAVE_DEADLINE = 300.0  # writing a few GB of RAM state to the store
 
@@ -88,7 +88,7 @@ class _VmExited(SandboxError):
 
 
 class VmSandbox(ContainerBackedSandbox):
-    """A VM sandbox: QEMU in a runner container, whose PID 1 (tini) ends when QEMU ends."""
+    """A VM sandbox: QEMU in a container of the QEMU image, whose PID 1 (tini) ends when QEMU ends."""
 
     def __init__(
         self,
@@ -124,8 +124,8 @@ class VmSandbox(ContainerBackedSandbox):
             "name": self.name,
             "container_id": self.container_id,
             "profile": PROFILE,
-            "image": runner_image.LATEST,
-            "image_id": self._provider.runner_id,
+            "image": qemu_image.LATEST,
+            "image_id": self._provider.qemu_image_id,
             "host": self._provider.host.display,
             "base": self._provider.base_identity,
             "accel": self._provider.config.accel,
@@ -157,10 +157,10 @@ class VmProvider(SandboxProvider):
         self._progress = progress or (lambda line: log.info("%s", line))
         self.containers = Containers(host, owner, kind="VM sandbox", serial_prefix="vm", client=client)
         self._prepared = False
-        self.runner_id: str | None = None
+        self.qemu_image_id: str | None = None
         self.spec: MachineSpec | None = None
         self.base_identity: str = ""
-        self._backing = ""  # the base disk as the runner sees it
+        self._backing = ""  # the base disk as the QEMU container sees it
         self.key: str = ""
         # The state found or saved last: asking the store again costs a container per sandbox.
         self._state: snapshot.SavedState | None = None
@@ -214,12 +214,12 @@ class VmProvider(SandboxProvider):
 
     # --- preparation, once per provider
     def prepare(self) -> None:
-        """Make the runner image and the VM image present, check the accelerator, compute the state key."""
+        """Make the QEMU image and the VM image present, check the accelerator, compute the state key."""
         if self._prepared:
             return
         labels = self._labels(ROLE_PROBE)
         try:
-            self.runner_id = runner_image.ensure_runner_image(self.client, self._progress)
+            self.qemu_image_id = qemu_image.ensure_qemu_image(self.client, self._progress)
             if self.config.qcow2 is None:
                 built = vm_image.ensure_vm_image(self.client, labels=labels, progress=self._progress)
                 boot: KernelBoot | DiskBoot = KernelBoot(built.kernel, built.initrd, self.config.screen)
@@ -228,15 +228,15 @@ class VmProvider(SandboxProvider):
             else:
                 boot = DiskBoot(firmware=self.config.firmware)
                 self._backing = BASE_TARGET
-                self.base_identity = _qcow2_identity(self.client, self.runner_id, self.config.qcow2, labels)
+                self.base_identity = _qcow2_identity(self.client, self.qemu_image_id, self.config.qcow2, labels)
         except OsworldError as exc:
             raise SandboxConfigError(f"the vm sandbox cannot be prepared on {self.host.display}: {exc}") from None
         if self.config.accel == "kvm":
-            report = kvm_probe.probe_boot(self.client, self.runner_id, labels=labels)
+            report = kvm_probe.probe_boot(self.client, self.qemu_image_id, labels=labels)
             if not report.booted:
                 raise SandboxConfigError(report.problem(self.host.display))
         self.spec = MachineSpec(self.config.memory_mib, self.config.cpus, self.config.accel, boot)
-        self.key = state_key(self.spec, base_identity=self.base_identity, runner_identity=self.runner_id)
+        self.key = state_key(self.spec, base_identity=self.base_identity, qemu_identity=self.qemu_image_id)
         self._prepared = True
 
     def _labels(self, role: str, task_key: str | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -268,14 +268,14 @@ class VmProvider(SandboxProvider):
             self._state = None
             if exc.state_bad:  # dropped: the next sandbox saves a fresh one
                 with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
-                    snapshot.invalidate(self.client, self._runner, state, self._labels(ROLE_PROBE))
+                    snapshot.invalidate(self.client, self._qemu_image, state, self._labels(ROLE_PROBE))
             self._progress(f"restore from saved state {state.key[:12]} failed ({exc}); cold boot instead")
             return self._cold(task_key, all_labels, fallback=f"restore failed: {exc}")
 
     @property
-    def _runner(self) -> str:
-        assert self.runner_id is not None
-        return self.runner_id
+    def _qemu_image(self) -> str:
+        assert self.qemu_image_id is not None
+        return self.qemu_image_id
 
     @property
     def _spec(self) -> MachineSpec:
@@ -333,12 +333,12 @@ class VmProvider(SandboxProvider):
         if self._state is not None:
             return self._state
         labels = self._labels(ROLE_PROBE)
-        found = snapshot.find(self.client, self._runner, self.key, labels)
+        found = snapshot.find(self.client, self._qemu_image, self.key, labels)
         if not found:
             # Workers of this machine take turns; on a shared remote engine, renames in the store keep
             # other machines from seeing half a state (at worst they save one twice).
             with engine_lock(self.host.display, f"vm-state-{self.key}"):
-                found = snapshot.find(self.client, self._runner, self.key, labels) or self._save_state(labels)
+                found = snapshot.find(self.client, self._qemu_image, self.key, labels) or self._save_state(labels)
         self._state = found
         return found
 
@@ -373,13 +373,13 @@ class VmProvider(SandboxProvider):
                 "key": self.key,
                 "token": token,
                 "base": self.base_identity,
-                "runner": self.runner_id,
+                "runner": self.qemu_image_id,  # the QEMU image's id, under the key states were saved with
                 "machine": self._spec.describe(),
                 "saved_at": time.time(),
                 "boot_seconds": round(boot_seconds, 1),
                 "save_seconds": round(save_seconds, 1),
             }
-            size = snapshot.publish(self.client, self._runner, partial, self.key, meta, labels)
+            size = snapshot.publish(self.client, self._qemu_image, partial, self.key, meta, labels)
             self._progress(
                 f"saved VM state {self.key[:12]}: booted in {boot_seconds:.0f} s, RAM state {size} MiB "
                 f"written in {save_seconds:.1f} s"
@@ -387,7 +387,7 @@ class VmProvider(SandboxProvider):
             return snapshot.SavedState(key=self.key, token=token, meta=meta)
         except BaseException:
             with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
-                snapshot.discard(self.client, self._runner, partial, labels)
+                snapshot.discard(self.client, self._qemu_image, partial, labels)
             raise
         finally:
             self.containers.remove(vm, quiet=True)
@@ -404,7 +404,7 @@ class VmProvider(SandboxProvider):
         vars_copy: str | None = None,
         writable_store: bool = False,
     ) -> RunningContainer:
-        """Start a runner container (a VM); its ports are read back, readiness is the caller's."""
+        """Start a QEMU container (a VM); its ports are read back, readiness is the caller's."""
         store.ensure_volume(self.client)
         env = {"VM_BACKING": backing}
         if overlay:
@@ -418,7 +418,7 @@ class VmProvider(SandboxProvider):
             # A Mount, not a volume bind: a missing source must fail, not become an empty folder.
             mounts.append(docker.types.Mount(target=BASE_TARGET, source=self.config.qcow2, type="bind", read_only=True))
         args: dict[str, Any] = {
-            "image": self._runner,
+            "image": self._qemu_image,
             "command": self._spec.argv(incoming=incoming),
             "labels": labels,
             "environment": env,
@@ -527,7 +527,8 @@ class VmProvider(SandboxProvider):
             "qcow2": self.config.qcow2,
         }
         if self._prepared:
-            info.update({"runner_image_id": self.runner_id, "base": self.base_identity, "state_key": self.key})
+            # runner_image_id: the QEMU image's id, under the key run manifests have published it as
+            info.update({"runner_image_id": self.qemu_image_id, "base": self.base_identity, "state_key": self.key})
         return info
 
     def sweep(self, run_id: str, *, pid: int | None = None) -> int:
@@ -537,11 +538,11 @@ class VmProvider(SandboxProvider):
         self.containers.close()
 
 
-def _qcow2_identity(client: docker.DockerClient, runner: str, path: str, labels: dict[str, str]) -> str:
+def _qcow2_identity(client: docker.DockerClient, qemu_image_id: str, path: str, labels: dict[str, str]) -> str:
     """``path|size|mtime`` of a base qcow2 on the environment host (hashing 25 GB per run is too slow)."""
     mount = docker.types.Mount(target=BASE_TARGET, source=path, type="bind", read_only=True)
     script = f"[ -f {BASE_TARGET} ] || exit 3; echo \"$(stat -c '%s %Y' {BASE_TARGET}) $(head -c 3 {BASE_TARGET})\""
-    result = store.run(client, runner, script, labels=labels, extra_mounts=[mount], timeout=60)
+    result = store.run(client, qemu_image_id, script, labels=labels, extra_mounts=[mount], timeout=60)
     words = result.output.split()
     if not result.ran or result.exit_code != 0 or len(words) < 2:
         raise SandboxConfigError(

@@ -67,7 +67,7 @@ class MachineSpec:
             "-accel",
             "kvm" if self.accel == "kvm" else "tcg,thread=multi",
             # KVM: the host's CPU, as fast as it gets; TCG: every feature the emulator has, stable
-            # for one QEMU version (the runner image is part of a saved state's key).
+            # for one QEMU version (the QEMU image is part of a saved state's key).
             "-cpu",
             "host" if self.accel == "kvm" else "max",
             "-smp",
@@ -133,13 +133,15 @@ class MachineSpec:
         }
 
 
-def state_key(spec: MachineSpec, *, base_identity: str, runner_identity: str) -> str:
+def state_key(spec: MachineSpec, *, base_identity: str, qemu_identity: str) -> str:
     """The key of a saved state: what the base disk is, which QEMU, and the exact command line.
 
     A state can only be loaded by the same QEMU with the same machine on the same disk content;
     any change to one of them gives a new key, and so a new state.
     """
+    # "runner" is the QEMU image's identity, under the key every saved state's key was made with
+    # (another key would make every saved state unreachable).
     material = json.dumps(
-        {"base": base_identity, "runner": runner_identity, "argv": spec.argv(), "format": 1}, sort_keys=True
+        {"base": base_identity, "runner": qemu_identity, "argv": spec.argv(), "format": 1}, sort_keys=True
     )
     return hashlib.sha256(material.encode()).hexdigest()[:32]

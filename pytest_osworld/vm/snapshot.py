@@ -64,9 +64,9 @@ def state_dir(key: str) -> str:
     return f"{store.STATES}/{key}"
 
 
-def find(client: docker.DockerClient, runner: str, key: str, labels: dict[str, str]) -> SavedState | None:
+def find(client: docker.DockerClient, qemu_image_id: str, key: str, labels: dict[str, str]) -> SavedState | None:
     """The complete state of ``key`` in the store, or None."""
-    meta = store.read_json(client, runner, f"{state_dir(key)}/meta.json", labels)
+    meta = store.read_json(client, qemu_image_id, f"{state_dir(key)}/meta.json", labels)
     if meta is None or meta.get("key") != key or not meta.get("token"):
         return None
     return SavedState(key=key, token=str(meta["token"]), meta=meta)
@@ -114,12 +114,17 @@ du -sm "$final/ram.state" | cut -f1
 
 
 def publish(
-    client: docker.DockerClient, runner: str, partial: str, key: str, meta: dict[str, Any], labels: dict[str, str]
+    client: docker.DockerClient,
+    qemu_image_id: str,
+    partial: str,
+    key: str,
+    meta: dict[str, Any],
+    labels: dict[str, str],
 ) -> int:
     """Make a saved state visible under its key; returns the RAM state's size in MiB."""
     result = store.run(
         client,
-        runner,
+        qemu_image_id,
         _shell(_PUBLISH, partial, state_dir(key), json.dumps(meta, sort_keys=True)),
         labels=labels,
         writable=True,
@@ -140,13 +145,13 @@ mv "$final" "$final.bad-$token" && rm -rf "$final.bad-$token"
 """
 
 
-def invalidate(client: docker.DockerClient, runner: str, state: SavedState, labels: dict[str, str]) -> None:
+def invalidate(client: docker.DockerClient, qemu_image_id: str, state: SavedState, labels: dict[str, str]) -> None:
     """Drop a state that failed to restore, unless another process replaced it meanwhile."""
-    store.run(client, runner, _shell(_INVALIDATE, state.directory, state.token), labels=labels, writable=True)
+    store.run(client, qemu_image_id, _shell(_INVALIDATE, state.directory, state.token), labels=labels, writable=True)
 
 
-def discard(client: docker.DockerClient, runner: str, partial: str, labels: dict[str, str]) -> None:
-    store.run(client, runner, f"rm -rf {shlex.quote(partial)}", labels=labels, writable=True)
+def discard(client: docker.DockerClient, qemu_image_id: str, partial: str, labels: dict[str, str]) -> None:
+    store.run(client, qemu_image_id, f"rm -rf {shlex.quote(partial)}", labels=labels, writable=True)
 
 
 def _shell(script: str, *args: str) -> str:

@@ -1,4 +1,4 @@
-"""Fixtures of the VM tests: a real engine, the real runner and VM images, QEMU under TCG.
+"""Fixtures of the VM tests: a real engine, the real QEMU and VM images, QEMU under TCG.
 
 This host's /dev/kvm cannot boot a guest, so every VM here is emulated (TCG), as a user without
 KVM would ask for with ``--osworld-vm-accel tcg``. The tests use a machine configuration of their
@@ -16,23 +16,23 @@ import pytest
 from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_RUN_ID, EngineHost, Owner
 from pytest_osworld.settings import Settings
 from pytest_osworld.vm import config as vm_config
-from pytest_osworld.vm import runner_image
 from pytest_osworld.vm.kvm_probe import probe_boot
 from pytest_osworld.vm.provider import VmProvider
+from pytest_osworld.vm.qemu_image import ensure_qemu_image
 
 TEST_MEMORY = "2000m"  # not the default 2048m: the tests' saved state is their own
 
 
 @pytest.fixture(scope="session")
-def runner(engine: docker.DockerClient) -> str:
-    return runner_image.ensure_runner_image(engine)
+def qemu_image(engine: docker.DockerClient) -> str:
+    return ensure_qemu_image(engine)
 
 
 @pytest.fixture(scope="session")
-def kvm_boots(engine: docker.DockerClient, runner: str) -> bool:
+def kvm_boots(engine: docker.DockerClient, qemu_image: str) -> bool:
     """Whether KVM boots a guest on this host, by the probe's own boot (tests of what follows from the
     answer hold either way; the probe's answer itself is tested in test_units.py)."""
-    return probe_boot(engine, runner, labels={}, accel="kvm", deadline=60).booted
+    return probe_boot(engine, qemu_image, labels={}, accel="kvm", deadline=60).booted
 
 
 def remove_run(client: docker.DockerClient, run_id: str) -> list[str]:

@@ -77,7 +77,7 @@ def test_qemu_killed_mid_task_masks_that_task_and_the_others_pass_from_the_snaps
         for container in engine.containers.list(
             filters={"label": [f"{LABEL_RUN_ID}={run_id}", f"{LABEL_ROLE}=sandbox"]}
         ):
-            # Asked from inside the runner container (busybox wget): pytester drops modules imported
+            # Asked from inside the QEMU container (busybox wget): pytester drops modules imported
             # during its test, so this process must not start using an HTTP client here. A sandbox of
             # an earlier task may end between the listing and the question.
             try:

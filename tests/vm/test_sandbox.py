@@ -78,12 +78,12 @@ def test_qemu_killed_in_a_sandbox_turns_it_lost(provider: VmProvider, engine: do
 
 
 def test_a_corrupt_state_falls_back_to_one_cold_boot_and_is_saved_again(
-    provider: VmProvider, engine: docker.DockerClient, runner: str
+    provider: VmProvider, engine: docker.DockerClient, qemu_image: str
 ) -> None:
     state = provider.ensure_state()
     garbage = store.run(
         engine,
-        runner,
+        qemu_image,
         f"dd if=/dev/urandom of={state.ram} bs=4096 count=64 conv=notrunc 2>&1",
         labels={},
         writable=True,
@@ -96,14 +96,14 @@ def test_a_corrupt_state_falls_back_to_one_cold_boot_and_is_saved_again(
         with GuestClient(sandbox.api_url) as guest:
             assert guest.platform() == "Linux"  # the cold-booted sandbox is a working one
     # The bad state was dropped; the next sandbox saves a fresh one and restores from it.
-    assert snapshot.find(engine, runner, provider.key, {}) is None
+    assert snapshot.find(engine, qemu_image, provider.key, {}) is None
     with provider.start(task_key="vm/after-corrupt") as sandbox:
         info = sandbox.describe()
         assert info["reset"] == "snapshot" and "fallback" not in info
 
 
 def test_a_restore_past_its_deadline_falls_back_and_keeps_the_state(
-    provider: VmProvider, engine: docker.DockerClient, runner: str
+    provider: VmProvider, engine: docker.DockerClient, qemu_image: str
 ) -> None:
     state = provider.ensure_state()
     config = provider.config
@@ -114,7 +114,7 @@ def test_a_restore_past_its_deadline_falls_back_and_keeps_the_state(
             assert info["reset"] == "boot" and "restore failed" in info["fallback"]
     finally:
         provider.config = config
-    kept = snapshot.find(engine, runner, provider.key, {})
+    kept = snapshot.find(engine, qemu_image, provider.key, {})
     assert kept is not None and kept.token == state.token
 
 

@@ -43,20 +43,20 @@ def test_kvm_and_uefi_command_lines() -> None:
 
 
 def test_the_state_key_changes_with_the_qemu_arguments_and_the_base() -> None:
-    key = state_key(_spec(), base_identity="image:1", runner_identity="runner:1")
-    assert key == state_key(_spec(), base_identity="image:1", runner_identity="runner:1")
+    key = state_key(_spec(), base_identity="image:1", qemu_identity="qemu:1")
+    assert key == state_key(_spec(), base_identity="image:1", qemu_identity="qemu:1")
     others = {
-        state_key(_spec(memory_mib=4096), base_identity="image:1", runner_identity="runner:1"),
-        state_key(_spec(cpus=4), base_identity="image:1", runner_identity="runner:1"),
-        state_key(_spec(accel="kvm"), base_identity="image:1", runner_identity="runner:1"),
+        state_key(_spec(memory_mib=4096), base_identity="image:1", qemu_identity="qemu:1"),
+        state_key(_spec(cpus=4), base_identity="image:1", qemu_identity="qemu:1"),
+        state_key(_spec(accel="kvm"), base_identity="image:1", qemu_identity="qemu:1"),
         state_key(
             _spec(boot=KernelBoot(KERNEL.kernel, KERNEL.initrd, (1280, 720))),
             base_identity="image:1",
-            runner_identity="runner:1",
+            qemu_identity="qemu:1",
         ),
-        state_key(_spec(), base_identity="image:2", runner_identity="runner:1"),
-        state_key(_spec(), base_identity="/vm/Ubuntu.qcow2|25000000000|1700000000", runner_identity="runner:1"),
-        state_key(_spec(), base_identity="image:1", runner_identity="runner:2"),
+        state_key(_spec(), base_identity="image:2", qemu_identity="qemu:1"),
+        state_key(_spec(), base_identity="/vm/Ubuntu.qcow2|25000000000|1700000000", qemu_identity="qemu:1"),
+        state_key(_spec(), base_identity="image:1", qemu_identity="qemu:2"),
     }
     assert key not in others and len(others) == 7
 
@@ -76,11 +76,11 @@ def test_settings_resolve_to_a_vm_configuration() -> None:
 
 
 @pytest.mark.docker
-def test_the_kvm_probe_answers_for_this_host_either_way(engine: docker.DockerClient, runner: str) -> None:
+def test_the_kvm_probe_answers_for_this_host_either_way(engine: docker.DockerClient, qemu_image: str) -> None:
     # Whether KVM can boot a stock kernel is the host's: some cannot though /dev/kvm opens (a console that
     # stays silent, or QEMU aborting on a CPU feature), some can. The probe must answer either way, with
     # its own reason, and never by waiting out its deadline.
-    report = probe_boot(engine, runner, labels={}, accel="kvm", deadline=60)
+    report = probe_boot(engine, qemu_image, labels={}, accel="kvm", deadline=60)
     if report.booted:
         assert report.detail == "booted"
         return
@@ -92,9 +92,9 @@ def test_the_kvm_probe_answers_for_this_host_either_way(engine: docker.DockerCli
 
 
 @pytest.mark.docker
-def test_the_boot_probe_says_yes_when_the_guest_boots(engine: docker.DockerClient, runner: str) -> None:
+def test_the_boot_probe_says_yes_when_the_guest_boots(engine: docker.DockerClient, qemu_image: str) -> None:
     # The same probe under emulation reaches its marker: a "no" above is KVM's, not the probe's.
-    report = probe_boot(engine, runner, labels={}, accel="tcg", deadline=120)
+    report = probe_boot(engine, qemu_image, labels={}, accel="tcg", deadline=120)
     assert report.booted, report.detail
 
 

@@ -1,7 +1,9 @@
-"""The QEMU runner image ``pytest-osworld/qemu``: Debian's QEMU on the project's debootstrap base.
+"""The QEMU image ``pytest-osworld/qemu``: Debian's QEMU on the project's debootstrap base; each VM
+sandbox is one container of it (a QEMU container; a runner is an agent, ``pytest_osworld.agents``).
 
-Built like the desktop image (no registry): the build context (``runner/``) and the base spec are
-hashed, the image carries the hash in a label, and it is rebuilt only when the hash changes.
+Built like the desktop image (no registry): the build context (``qemu/``) and the base spec are
+hashed, the image carries the hash in a label, and it is rebuilt only when the hash changes. The
+context's files are hashed by name and content, not by the folder they are in.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from pytest_osworld.vm.errors import VmBuildError
 
 REPOSITORY = "pytest-osworld/qemu"
 LATEST = f"{REPOSITORY}:latest"
-RUNNER_DIR = Path(__file__).resolve().parent / "runner"
+# qemu/Dockerfile's first comment still says "QEMU runner" and "vm.runner_image" (the names before the
+# QEMU side was renamed): editing it changes the hash, so every machine would rebuild the image and lose
+# its saved VM states (their key holds the image's id). Reword it with the next real change to the image.
+CONTEXT_DIR = Path(__file__).resolve().parent / "qemu"
 _GUEST_ETC = Path(__file__).resolve().parent.parent / "guest" / "image" / "etc"
 # Lean apt settings shared with the desktop image: (path in the context, source file).
 _SHARED = (
@@ -34,7 +39,7 @@ Progress = Callable[[str], None]
 
 
 def _context() -> list[tuple[str, bytes]]:
-    files = [(p.name, p.read_bytes()) for p in sorted(RUNNER_DIR.iterdir()) if p.is_file()]
+    files = [(p.name, p.read_bytes()) for p in sorted(CONTEXT_DIR.iterdir()) if p.is_file()]
     files += [(name, path.read_bytes()) for name, path in _SHARED]
     return files
 
@@ -47,7 +52,7 @@ def context_hash() -> str:
 
 
 def current_image(client: docker.DockerClient) -> str | None:
-    """The id of the runner image when it is present and current, else None."""
+    """The id of the QEMU image when it is present and current, else None."""
     with contextlib.suppress(docker.errors.ImageNotFound):
         image = client.images.get(f"{REPOSITORY}:{context_hash()[:12]}")
         labels = image.attrs.get("Config", {}).get("Labels") or {}
@@ -56,13 +61,13 @@ def current_image(client: docker.DockerClient) -> str | None:
     return None
 
 
-def ensure_runner_image(client: docker.DockerClient, progress: Progress | None = None) -> str:
-    """The runner image's id, built first when missing or stale (one builder per machine at a time)."""
+def ensure_qemu_image(client: docker.DockerClient, progress: Progress | None = None) -> str:
+    """The QEMU image's id, built first when missing or stale (one builder per machine at a time)."""
     say = progress or (lambda line: None)
     found = current_image(client)
     if found:
         return found
-    with file_lock("qemu-image-build", lambda: say("another process is building the QEMU runner image; waiting")):
+    with file_lock("qemu-image-build", lambda: say("another process is building the QEMU image; waiting")):
         found = current_image(client)
         if found:
             return found
@@ -85,12 +90,12 @@ def _build(client: docker.DockerClient, say: Progress) -> str:
             tag=tag,
             buildargs={"BASE_IMAGE": base},
             labels={BUILD_HASH_LABEL: wanted},
-            what="QEMU runner image",
+            what="QEMU image",
             error=VmBuildError,
             progress=say,
         )
     except docker.errors.APIError as exc:
-        raise VmBuildError(f"the Docker engine refused the QEMU runner image build: {exc.explanation or exc}") from None
+        raise VmBuildError(f"the Docker engine refused the QEMU image build: {exc.explanation or exc}") from None
     client.api.tag(image_id, REPOSITORY, "latest")
     untag_stale(client, REPOSITORY, keep=(tag, LATEST))  # a running VM keeps its image
     say(f"built {tag}")
