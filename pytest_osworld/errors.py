@@ -1,4 +1,8 @@
-"""Errors the project raises on purpose, each with a message meant for a user."""
+"""Errors the project raises on purpose, each with a message meant for a user.
+
+Every exception class of the package derives from :class:`OsworldError` (keeping other bases beside it,
+e.g. ``ValueError``), but for a few that never reach a user; tests/test_errors.py lists those, each with
+the reason, and fails for any other."""
 
 from __future__ import annotations
 

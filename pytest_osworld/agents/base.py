@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from pytest_osworld.errors import OsworldError
 from pytest_osworld.models.messages import Message
 from pytest_osworld.record import Usage
 
@@ -88,7 +89,7 @@ class Decision:
     stop: str | None = None
 
 
-class RunnerUnavailable(Exception):
+class RunnerUnavailable(OsworldError):
     """The runner cannot play this task (e.g. the oracle and a task without a solution): the task is skipped."""
 
 

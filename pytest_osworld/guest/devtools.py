@@ -19,11 +19,13 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from pytest_osworld.errors import OsworldError
+
 DEFAULT_CONNECT_WAIT_S = 75.0  # upstream tries 15 times, 5 s apart
 POLL_S = 0.25
 
 
-class DevToolsError(Exception):
+class DevToolsError(OsworldError):
     """DevTools did not answer, or a CDP call failed; the message says which and why."""
 
 

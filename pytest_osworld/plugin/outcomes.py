@@ -22,7 +22,7 @@ from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.views import Status
 
 
-class OutcomeError(Exception):
+class OutcomeError(OsworldError):
     """Base of the exceptions an episode ends with; shown as their message, never a traceback."""
 
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pytest_osworld.errors import OsworldError
 from pytest_osworld.units import HttpPath
 
 # One DNS label: a service's name is also the first label of its hostname.
@@ -202,7 +203,7 @@ class _Overrides(_Model):
         return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
-class ServiceConfigError(ValueError):
+class ServiceConfigError(OsworldError, ValueError):
     """A ``services:`` entry is wrong; the message names every bad key and what to write instead."""
 
 

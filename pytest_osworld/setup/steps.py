@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pytest_osworld.errors import OsworldError
 from pytest_osworld.guest.client import ExecResult, GuestRequestError, GuestUnreachable
 from pytest_osworld.guest.devtools import CdpSession, DevTools, DevToolsError
 from pytest_osworld.setup.assets import HISTORY_EMPTY_URL
@@ -43,7 +44,7 @@ TYPED_TRANSITION = 805306368
 CHROME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
 
 
-class StepFailed(Exception):
+class StepFailed(OsworldError):
     """A step's failure, worded for the user; :func:`run_setup` turns it into a :class:`SetupError`."""
 
 
