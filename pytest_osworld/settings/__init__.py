@@ -1,7 +1,9 @@
-"""The run's settings: the schema in groups (``groups.py``, ``schema.py``) and the layers that set them
-(``layers.py``: options, ini keys, the profile, the merge). docs/settings.md lists every setting."""
+"""The run's settings: the schema in groups (``groups.py``, ``infrastructure.py``, ``schema.py``) and the
+layers that set them (``layers.py``: options, ini keys, the profile, the merge). docs/settings.md lists
+every setting."""
 
-from pytest_osworld.settings.groups import OSWORLD_VM_IMAGE, TASK_OVERRIDABLE, ServiceRegistry, use_service_registry
+from pytest_osworld.settings.groups import TASK_OVERRIDABLE
+from pytest_osworld.settings.infrastructure import OSWORLD_VM_IMAGE, ServiceRegistry, use_service_registry
 from pytest_osworld.settings.layers import (
     CLI_PREFIX,
     INI_PREFIX,

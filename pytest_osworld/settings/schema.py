@@ -22,13 +22,11 @@ from pytest_osworld.settings.groups import (
     LoopGroup,
     ModelGroup,
     ReportsGroup,
-    SandboxGroup,
-    ServicesGroup,
     TasksGroup,
-    VmGroup,
     _Group,
     current_name,
 )
+from pytest_osworld.settings.infrastructure import SandboxGroup, ServicesGroup, VmGroup
 
 # What --osworld-compat sets (flat names): OSWorld's run script defaults (run.py, lib_run_single.py) for
 # every knob of the agent loop, so a run's scores compare with the leaderboard's.
