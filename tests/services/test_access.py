@@ -101,7 +101,7 @@ def test_state_keys_are_url_safe_and_keep_repeats_apart() -> None:
     # A repeat's "#r2" once became a URL fragment: the browser and the getter then read different states.
     from urllib.parse import quote
 
-    from pytest_osworld.services.pool import state_key
+    from pytest_osworld.services.naming import state_key
 
     keys = {state_key("run-1", k) for k in ("os/t", "os/t#r2", "os/t#r3", "os.t", "os/t~2F")}
     assert len(keys) == 5

@@ -27,7 +27,8 @@ from pytest_osworld.sandbox import Owner, parse_hosts
 from pytest_osworld.sanitize import sanitize
 from pytest_osworld.services import BUILTIN, merge
 from pytest_osworld.services.access import PlaceholderError, ServiceAccess, fill
-from pytest_osworld.services.pool import ServiceError, ServicePool, remove_services, run_token
+from pytest_osworld.services.naming import run_token
+from pytest_osworld.services.pool import ServiceError, ServicePool, remove_services
 from tests.episode.runs import run_tasks
 from tests.support.bundled_runs import task_keys
 from tests.support.forge import Forge

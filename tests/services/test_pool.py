@@ -18,7 +18,8 @@ import pytest
 from pytest_osworld.locks import FairLock
 from pytest_osworld.sandbox import Owner, parse_hosts, sweep_run
 from pytest_osworld.services import BUILTIN, merge
-from pytest_osworld.services.pool import ServiceError, ServicePool, network_name, remove_services
+from pytest_osworld.services.naming import network_name
+from pytest_osworld.services.pool import ServiceError, ServicePool, remove_services
 from tests.support.services import run_leftovers
 
 

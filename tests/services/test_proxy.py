@@ -30,7 +30,8 @@ from pytest_osworld.guest.client import GuestClient
 from pytest_osworld.sandbox import Owner, parse_hosts
 from pytest_osworld.services import BUILTIN, defined, required
 from pytest_osworld.services.access import ServiceAccess
-from pytest_osworld.services.pool import ServicePool, remove_services, state_key
+from pytest_osworld.services.naming import state_key
+from pytest_osworld.services.pool import ServicePool, remove_services
 from pytest_osworld.settings import Settings
 from pytest_osworld.setup.assets import AssetCache
 from pytest_osworld.setup.context import TaskContext

@@ -20,7 +20,7 @@ from pytest_osworld.evaluation.getters import get_getter
 from pytest_osworld.evaluation.getters.service import ServiceStateError
 from pytest_osworld.services import BUILTIN
 from pytest_osworld.services.access import ServiceAccess
-from pytest_osworld.services.pool import state_key
+from pytest_osworld.services.naming import state_key
 from tests.support.bundled_runs import task_keys
 from tests.support.paths import REPO
 from tests.support.services import run_leftovers, services_context, website_server
