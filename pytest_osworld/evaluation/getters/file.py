@@ -7,7 +7,7 @@ import shutil
 from datetime import datetime
 from typing import Any
 
-from pytest_osworld.errors import EvaluatorError
+from pytest_osworld.errors import OsworldError
 from pytest_osworld.guest.client import GuestRequestError
 from pytest_osworld.setup.context import TaskContext
 
@@ -73,7 +73,7 @@ def get_cloud_file(ctx: TaskContext, config: dict[str, Any]) -> Any:
     return _gives(found, config)
 
 
-class CacheFileMissing(EvaluatorError, RuntimeError):
+class CacheFileMissing(OsworldError, RuntimeError):
     """A ``cache_file`` getter names a file no setup step wrote: the task or the engine is wrong."""
 
 

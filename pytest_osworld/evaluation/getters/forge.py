@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import httpx
 
-from pytest_osworld.errors import EvaluatorError
+from pytest_osworld.errors import OsworldError
 from pytest_osworld.setup.context import TaskContext
 
 from ._registry import getter
@@ -33,7 +33,7 @@ MR_FIELDS = ("title", "state", "source_branch", "target_branch")
 ISSUE_FIELDS = ("title", "state", "labels")
 
 
-class ForgeGetterError(EvaluatorError):
+class ForgeGetterError(OsworldError):
     """The forge cannot be read: the message says which getter, service and why (never the token)."""
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from pytest_osworld.errors import EvaluatorError
+from pytest_osworld.errors import OsworldError
 from pytest_osworld.setup.context import TaskContext
 
 from ._registry import getter
@@ -24,7 +24,7 @@ TIMEOUT_SECONDS = 10.0
 _MISSING = object()
 
 
-class ServiceStateError(EvaluatorError):
+class ServiceStateError(OsworldError):
     """The getter cannot read the service's state: the message says which service and why."""
 
 
