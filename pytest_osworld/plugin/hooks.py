@@ -39,8 +39,8 @@ from pytest_osworld.runnable import engine_skip, sandbox_skip, unknown_provides_
 from pytest_osworld.sandbox import Provides, SandboxConfigError, unknown
 from pytest_osworld.sandbox.profiles import sandbox_provides
 from pytest_osworld.tasks.markers import KNOWN_DOMAINS, MARKERS
-from pytest_osworld.tasks.v2.markers import V2_MARKERS
-from pytest_osworld.tasks.v2.pins import PinError, read_pins
+from pytest_osworld.v2.reading.markers import V2_MARKERS
+from pytest_osworld.v2.reading.pins import PinError, read_pins
 
 UNRUNNABLE_HELP = (
     "set at collection on a task the chosen sandbox lacks apps or commands of (it is skipped, and counted "

@@ -18,7 +18,7 @@ from pytest_osworld.plugin.run import get_run, register_domain_marker
 from pytest_osworld.record import ServiceRecord, TaskResult
 from pytest_osworld.tasks.markers import task_markers
 from pytest_osworld.tasks.readers import TaskEntry, looks_like_split, looks_like_task_jsonl, read_input
-from pytest_osworld.tasks.v2.task_file import is_v2_split
+from pytest_osworld.v2.reading.splits import is_v2_split
 
 
 def is_task_input(file_path: Path, explicitly_given: bool) -> bool:

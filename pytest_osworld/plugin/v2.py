@@ -1,10 +1,10 @@
 """OSWorld-V2 collection: a split or a task file becomes a ``V2TaskFile`` yielding ``V2TaskItem``s.
 
-The files are read statically (:mod:`pytest_osworld.tasks.v2.task_file`), pinned before anything runs
-(:mod:`pytest_osworld.tasks.v2.pins`), and marked (:mod:`pytest_osworld.tasks.v2.markers`), so
+The files are read statically (:mod:`pytest_osworld.v2.reading.task_file`), pinned before anything runs
+(:mod:`pytest_osworld.v2.reading.pins`), and marked (:mod:`pytest_osworld.v2.reading.markers`), so
 ``--collect-only``, ``-k`` and ``-m`` work on them. :func:`skip_reason` skips, before any sandbox, what
 cannot run here (a service the run does not define); :func:`osworld_v2_task` runs the rest: it holds the
-task's services, imports its file with the task API in place (:mod:`pytest_osworld.v2.runtime.loader`),
+task's services, imports its file with the task API in place (:mod:`pytest_osworld.v2.api.loader`),
 makes its runner, starts its sandbox and runs a :class:`~pytest_osworld.v2.episode.V2Episode`.
 """
 
@@ -35,21 +35,15 @@ from pytest_osworld.services.pool import ServiceError, ServicePool
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import TaskEntry
-from pytest_osworld.tasks.v2.markers import v2_markers
-from pytest_osworld.tasks.v2.pins import PinError
-from pytest_osworld.tasks.v2.task_file import (
-    TASK_FOLDER,
-    V2Task,
-    has_split_beside,
-    is_task_file_name,
-    is_v2_split,
-    read_input,
-)
+from pytest_osworld.v2.api.assets import BASE_ENV
+from pytest_osworld.v2.api.loader import ApiMode, TaskLoadError, checkout_environment, load_task, unload
+from pytest_osworld.v2.api.state import TaskRuntime, active
 from pytest_osworld.v2.episode import Phase, V2Episode
-from pytest_osworld.v2.judge import Judge
-from pytest_osworld.v2.runtime.desktop_env.file_source import BASE_ENV
-from pytest_osworld.v2.runtime.loader import ApiMode, TaskLoadError, checkout_environment, load_task, unload
-from pytest_osworld.v2.runtime.state import TaskRuntime, active
+from pytest_osworld.v2.llm.judge import Judge
+from pytest_osworld.v2.reading.markers import v2_markers
+from pytest_osworld.v2.reading.pins import PinError
+from pytest_osworld.v2.reading.splits import has_split_beside, is_v2_split, read_input
+from pytest_osworld.v2.reading.task_file import TASK_FOLDER, V2Task, is_task_file_name
 
 V2_IMAGE_PASSWORD = "osworld-public-evaluation"  # the guest user's password in OSWorld-V2's VM image
 CONTROL_WORDS = ("DONE", "FAIL")
