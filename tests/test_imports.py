@@ -22,14 +22,6 @@ PACKAGE = REPO / "pytest_osworld"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 ROOT = "__init__"  # the package's own __init__.py, as the layer table names it
 
-# The one package-level circle left: OSWorld-V2's modules in four places (v2/, v2/runtime/ and its
-# upstream-named desktop_env packages) import each other until they are one package (issue 29,
-# item 1: "One V2 package"). Nothing else may form a circle.
-V2_CIRCLES = [
-    ["v2", "v2.runtime", "v2.runtime.desktop_env.controllers"],
-    ["v2.runtime.desktop_env.evaluators", "v2.runtime.desktop_env.evaluators.metrics"],
-]
-
 
 @dataclass(frozen=True)
 class Import:
@@ -321,12 +313,11 @@ def test_the_layer_table_is_read_as_written() -> None:
         read_layers(table.replace("`c`", "`a`"))
 
 
-def test_no_circle_between_packages_but_v2s() -> None:
-    """Strongly connected components of the package graph (sub-packages counted): every one is
-    reported; the only ones allowed are OSWorld-V2's (issue 29, item 1)."""
+def test_no_circle_between_packages() -> None:
+    """Strongly connected components of the package graph (sub-packages counted): there is none."""
     graph = package_graph()
-    assert {"guest", "sandbox", "sandbox.ray", "sandbox.providers", "v2.runtime", "settings"} <= set(graph)
-    assert cycles(graph) == V2_CIRCLES
+    assert {"guest", "sandbox", "sandbox.ray", "sandbox.providers", "v2.api", "v2.llm", "settings"} <= set(graph)
+    assert cycles(graph) == []
 
 
 def test_a_circle_between_packages_is_found() -> None:
@@ -343,3 +334,88 @@ def test_a_circle_between_packages_is_found() -> None:
     assert package_of("pytest_osworld.sandbox.ray.agent", modules) == "sandbox.ray"
     assert package_of("pytest_osworld.settings", modules) == "settings"
     assert cycles({"guest": {"sandbox"}, "sandbox": {"guest", "settings"}, "settings": set()}) == [["guest", "sandbox"]]
+
+
+# --- upstream's module names (v2/upstream): re-exports only, imported by nothing of the package
+
+UPSTREAM = "pytest_osworld.v2.upstream"  # desktop_env and evaluation_examples as task files import them
+
+
+def _in_upstream(module: str) -> bool:
+    return module == UPSTREAM or module.startswith(UPSTREAM + ".")
+
+
+def upstream_importers(package: Path = PACKAGE) -> list[str]:
+    """Each import of an upstream-named module by a module outside them, as ``file:line: a imports b``.
+    (The loader aliases them for task files by name, through the import system: no import statement.)"""
+    return [
+        f"{edge.path.relative_to(package.parent)}:{edge.line}: {edge.module} imports {edge.target}"
+        for edge in import_edges(package)
+        if _in_upstream(edge.target) and not _in_upstream(edge.module)
+    ]
+
+
+def _is_reexport(node: ast.stmt) -> bool:
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        return True  # a docstring
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and (node.module == "__future__" or (node.module or "").startswith("pytest_osworld.v2."))
+    if isinstance(node, ast.Assign):
+        return (
+            [ast.unparse(t) for t in node.targets] == ["__all__"]
+            and isinstance(node.value, ast.List)
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.value.elts)
+        )
+    return False
+
+
+def upstream_implementation(package: Path = PACKAGE) -> list[str]:
+    """Each statement of an upstream-named module that is not a docstring, an import from the project's
+    V2 package or an ``__all__`` list of names, as ``file:line: statement``."""
+    found = []
+    for name, path in sorted(_modules(package).items()):
+        if not _in_upstream(name):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not _is_reexport(node):
+                first = ast.unparse(node).splitlines()[0]
+                found.append(f"{path.relative_to(package.parent)}:{node.lineno}: {first}")
+    return found
+
+
+def test_upstream_names_only_reexport_and_nothing_of_the_package_imports_them() -> None:
+    from pytest_osworld.v2.api.loader import OWN_PACKAGES
+
+    modules = _modules()
+    assert sum(_in_upstream(name) for name in modules) > 10  # every upstream-named module was read
+    assert upstream_implementation() == []
+    assert upstream_importers() == []
+    # The loader names them (for task files), and names nothing else.
+    assert {
+        "desktop_env": f"{UPSTREAM}.desktop_env",
+        "evaluation_examples": f"{UPSTREAM}.evaluation_examples",
+    } == OWN_PACKAGES
+    assert all(own in modules for own in OWN_PACKAGES.values())
+
+
+def test_implementation_in_an_upstream_name_or_an_import_of_one_fails(tmp_path: Path) -> None:
+    """A copy of the package with a function planted in an upstream-named module and the episode
+    importing one: both checks name the file and line."""
+    copy = tmp_path / "pytest_osworld"
+    shutil.copytree(
+        PACKAGE, copy, ignore=lambda folder, names: [n for n in names if n.endswith((".pyc", "__pycache__"))]
+    )
+    shim = copy / "v2" / "upstream" / "desktop_env" / "file_source.py"
+    lines = shim.read_text(encoding="utf-8").splitlines()
+    shim.write_text("\n".join([*lines, "", "", "def asset_twice(path: str) -> str:", "    return path"]) + "\n")
+    episode = copy / "v2" / "episode.py"
+    source = episode.read_text(encoding="utf-8").splitlines()
+    planted = "from pytest_osworld.v2.upstream.desktop_env.controllers.setup import SetupController"
+    episode.write_text("\n".join([*source, planted]) + "\n")
+    assert upstream_implementation(copy) == [
+        f"pytest_osworld/v2/upstream/desktop_env/file_source.py:{len(lines) + 3}: def asset_twice(path: str) -> str:"
+    ]
+    assert upstream_importers(copy) == [
+        f"pytest_osworld/v2/episode.py:{len(source) + 1}: pytest_osworld.v2.episode imports "
+        "pytest_osworld.v2.upstream.desktop_env.controllers.setup"
+    ]

@@ -19,7 +19,7 @@ from pytest_osworld import settings as settings_mod
 from pytest_osworld.errors import OsworldError, SettingsError
 from pytest_osworld.models.secrets import EndpointUrl
 from pytest_osworld.plugin import reporting, resume
-from pytest_osworld.plugin.items import TaskFile, TaskItem, is_task_input, names_task_inputs
+from pytest_osworld.plugin.items import OsworldItem, TaskFile, TaskItem, is_task_input, names_task_inputs
 from pytest_osworld.plugin.run import (
     OsworldRun,
     get_run,
@@ -39,8 +39,8 @@ from pytest_osworld.runnable import engine_skip, sandbox_skip, unknown_provides_
 from pytest_osworld.sandbox import Provides, SandboxConfigError, unknown
 from pytest_osworld.sandbox.profiles import sandbox_provides
 from pytest_osworld.tasks.markers import KNOWN_DOMAINS, MARKERS
-from pytest_osworld.tasks.v2.markers import V2_MARKERS
-from pytest_osworld.tasks.v2.pins import PinError, read_pins
+from pytest_osworld.v2.reading.markers import V2_MARKERS
+from pytest_osworld.v2.reading.pins import PinError, read_pins
 
 UNRUNNABLE_HELP = (
     "set at collection on a task the chosen sandbox lacks apps or commands of (it is skipped, and counted "
@@ -138,12 +138,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     shard = run.settings.tasks.shard
     if shard is None:
         return
-    tasks = TaskItem | V2TaskItem
-    chosen = shard.select(item.name for item in items if isinstance(item, tasks))
+    chosen = shard.select(item.name for item in items if isinstance(item, OsworldItem))
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
-        (kept if not isinstance(item, tasks) or item.name in chosen else dropped).append(item)
+        (kept if not isinstance(item, OsworldItem) or item.name in chosen else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

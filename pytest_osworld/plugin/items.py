@@ -1,4 +1,5 @@
-"""Collection: task inputs become ``TaskFile`` collectors that yield one ``TaskItem`` per task.
+"""Collection: task inputs become ``TaskFile`` collectors that yield one ``TaskItem`` per task; ``OsworldItem``
+is the base of v1's and OSWorld-V2's items.
 
 A ``TaskItem`` is a ``pytest.Function`` over :func:`osworld_task`, so fixtures, ``-k``, ``-m``, ``--lf``,
 xdist and the report plugins all treat it as an ordinary test.
@@ -8,17 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import pytest
 
+from pytest_osworld.agents import RunnerContext
+from pytest_osworld.episode import Episode
 from pytest_osworld.errors import OsworldError, TaskInputErrors
-from pytest_osworld.plugin.outcomes import OutcomeError
+from pytest_osworld.models import ModelClient
+from pytest_osworld.plugin.outcomes import OutcomeError, TestedEpisode
 from pytest_osworld.plugin.run import get_run, register_domain_marker
 from pytest_osworld.record import ServiceRecord, TaskResult
+from pytest_osworld.services import defined, required
+from pytest_osworld.services.access import PlaceholderError, with_services
+from pytest_osworld.services.pool import TaskServices
+from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.markers import task_markers
 from pytest_osworld.tasks.readers import TaskEntry, looks_like_split, looks_like_task_jsonl, read_input
-from pytest_osworld.tasks.v2.task_file import is_v2_split
+from pytest_osworld.v2.reading.splits import is_v2_split
 
 
 def is_task_input(file_path: Path, explicitly_given: bool) -> bool:
@@ -70,8 +78,14 @@ def _split_origin(origin: str) -> tuple[Path, int | None]:
     return Path(origin), None
 
 
-class TaskItem(pytest.Function):
-    """One episode of one task (and one repeat of it)."""
+class OsworldItem(pytest.Function):
+    """One episode of one task (and one repeat of it): the base of v1's :class:`TaskItem` and
+    OSWorld-V2's ``V2TaskItem`` (plugin/v2.py).
+
+    The fixtures of an episode (plugin/fixtures.py, sandbox.py, services.py, results.py) take what
+    differs between the two from the item: its services, its settings, its task as the runner sees it,
+    the episode's class and what it adds to the episode.
+    """
 
     entry: TaskEntry
     repeat: int
@@ -79,6 +93,63 @@ class TaskItem(pytest.Function):
     osworld_result: TaskResult | None = None
     # The shared services the item held, for a record the plugin writes when a fixture masked it.
     osworld_services: dict[str, ServiceRecord] | None = None
+    # What a run without a runner is told (a task item that gets to run without one fails with it).
+    no_runner: ClassVar[str] = "no runner chosen: set --osworld-agent"
+    cache_prefix: ClassVar[str] = "osworld-task-"  # the episode's cache folder
+
+    @property
+    def task_key(self) -> str:
+        """``domain/task_id``: the task's key in a run."""
+        return self.entry.key
+
+    @property
+    def run_key(self) -> str:
+        """``domain/task_id`` or ``domain/task_id#r2``: where this item's result lives in a run."""
+        return self.task_key if self.repeat == 1 else f"{self.task_key}#r{self.repeat}"
+
+    def keep_result(self, result: TaskResult) -> None:
+        self.osworld_result = result
+
+    def repr_failure(  # type: ignore[override]  # pytest's own signature adds a style argument
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> Any:
+        # The project's own errors are messages for the user; a traceback into the plugin would hide them.
+        if isinstance(excinfo.value, OutcomeError | OsworldError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    # --- what the episode's fixtures take from the item
+
+    def service_names(self, settings: Settings) -> list[str]:
+        """The shared services the task holds for its whole episode."""
+        raise NotImplementedError
+
+    def task_settings(self, settings: Settings) -> Settings:
+        """The run's settings for this task (its per-task overrides applied)."""
+        raise NotImplementedError
+
+    def episode_entry(self, request: pytest.FixtureRequest, services: TaskServices | None) -> TaskEntry:
+        """The task as its runner and its record see it."""
+        raise NotImplementedError
+
+    def runner_context(
+        self, request: pytest.FixtureRequest, entry: TaskEntry, settings: Settings, model: ModelClient | None
+    ) -> RunnerContext:
+        return RunnerContext(entry=entry, settings=settings, model=model)
+
+    def record_markers(self) -> list[str]:
+        """The markers the episode's record names."""
+        raise NotImplementedError
+
+    def episode_class(self) -> type[TestedEpisode]:
+        raise NotImplementedError
+
+    def prepare_episode(self, request: pytest.FixtureRequest, episode: Episode) -> None:
+        """What the item adds to its built episode before it runs (nothing for a v1 task)."""
+
+
+class TaskItem(OsworldItem):
+    """One episode of one (v1) task (and one repeat of it)."""
 
     @classmethod
     def from_entry(cls, parent: TaskFile, entry: TaskEntry, repeat: int, repeats: int) -> TaskItem:
@@ -98,26 +169,33 @@ class TaskItem(pytest.Function):
             item.add_marker(pytest.mark.service(name=service))
         return item
 
-    @property
-    def run_key(self) -> str:
-        """``domain/task_id`` or ``domain/task_id#r2``: where this item's result lives in a run."""
-        return self.entry.key if self.repeat == 1 else f"{self.entry.key}#r{self.repeat}"
-
     def reportinfo(self) -> tuple[Path, int, str]:
         # pytest needs a line for skip reports: an example file's task starts at its first line.
         path, line = _split_origin(self.entry.origin)
         return path, line or 0, self.name
 
-    def keep_result(self, result: TaskResult) -> None:
-        self.osworld_result = result
+    def service_names(self, settings: Settings) -> list[str]:
+        return required(self.entry.task, defined(settings), proxy=settings.services.proxy)
 
-    def repr_failure(  # type: ignore[override]  # pytest's own signature adds a style argument
-        self, excinfo: pytest.ExceptionInfo[BaseException]
-    ) -> Any:
-        # The project's own errors are messages for the user; a traceback into the plugin would hide them.
-        if isinstance(excinfo.value, OutcomeError | OsworldError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
+    def task_settings(self, settings: Settings) -> Settings:
+        return settings.for_task(self.entry.id)
+
+    def episode_entry(self, request: pytest.FixtureRequest, services: TaskServices | None) -> TaskEntry:
+        """With shared services, the task's service placeholders filled (``{SERVICE_URL:name}``,
+        ``{SERVICE_KEY:name}``: docs/services.md)."""
+        if services is None:
+            return self.entry
+        try:
+            return with_services(self.entry, services.access)
+        except PlaceholderError as exc:
+            pytest.fail(f"{self.entry.origin}: {exc}", pytrace=False)
+
+    def record_markers(self) -> list[str]:
+        # The collected task's markers: its filled copy names service hosts, not internet sites.
+        return task_markers(self.entry.task, self.entry.domain)
+
+    def episode_class(self) -> type[TestedEpisode]:
+        return TestedEpisode
 
 
 class _Judged(Protocol):

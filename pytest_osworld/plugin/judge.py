@@ -1,9 +1,9 @@
 """pytest side of the LLM judge of OSWorld-V2 tasks (docs/v2-tasks.md).
 
-- ``osworld_judge`` (session): this process's :class:`~pytest_osworld.v2.judge.Judge`, or None when no
+- ``osworld_judge`` (session): this process's :class:`~pytest_osworld.v2.llm.judge.Judge`, or None when no
   judge is configured (no judge setting, no ``OSWORLD_EVAL_MODEL_*`` naming one).
 - Once the selection is final (``-k``/``-m``, the shard, resume): when a selected item carries
-  ``llm_judge``, one tiny call (:func:`~pytest_osworld.v2.judge.preflight`). With no judge configured,
+  ``llm_judge``, one tiny call (:func:`~pytest_osworld.v2.llm.judge.preflight`). With no judge configured,
   those items are skipped with the reason (first among the item's skips: it is the one to fix). A
   configured judge that does not answer is an infrastructure failure: each of those items is recorded
   masked ``judge_error`` with the reason, before its services or sandbox start (:func:`dead_judge`), so
@@ -22,8 +22,8 @@ import pytest
 from pytest_osworld.plugin.run import get_run
 from pytest_osworld.record import ModelCalls
 from pytest_osworld.settings import INI_PREFIX
-from pytest_osworld.v2.config import LAYER_SETTINGS, JudgeSettings
-from pytest_osworld.v2.judge import NOT_CONFIGURED, Judge, preflight
+from pytest_osworld.v2.llm.judge import NOT_CONFIGURED, Judge, preflight
+from pytest_osworld.v2.llm.settings import LAYER_SETTINGS, JudgeSettings
 
 JUDGE_MARKER = "llm_judge"
 _WORKER_KEY = "osworld_judge_usage"  # in xdist's workeroutput: the worker's judge calls, added up

@@ -2,7 +2,7 @@
 
 The outcome table of docs/results.md, in one place:
 
-- :func:`end_test` ends a task item's test from its result record: a score of 1 passes, a valid score
+- :func:`end_test` ends a task item's test from its result record (``TestedEpisode.run_and_judge``): a score of 1 passes, a valid score
   below 1 fails (:class:`TaskFailed`), an infrastructure fault is an error shown as ``MASKED``
   (:class:`TaskMasked`), a need found only at evaluation skips;
 - :func:`classify` reads a phase report back into an :class:`Outcome` for the record and the reports;
@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_osworld.episode import Episode
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.views import Status
@@ -51,6 +52,17 @@ def end_test(result: TaskResult) -> None:
     assert result.score is not None, "a record that is not masked has a score"
     if result.score < 1.0:
         raise TaskFailed(f"score {result.score:g}: {result.message}", result.score)
+
+
+class TestedEpisode(Episode):
+    """An episode as a task item runs it: run to its end, then judged by the outcome table."""
+
+    __test__ = False  # a project class, not a test class for pytest to collect
+
+    def run_and_judge(self) -> TaskResult:
+        result = self.run()
+        end_test(result)
+        return result
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.plugin import html as html_report
-from pytest_osworld.plugin.items import TaskItem
+from pytest_osworld.plugin.items import OsworldItem, TaskItem
 from pytest_osworld.plugin.outcomes import Outcome, classify, report_info, set_report_info
 from pytest_osworld.plugin.run import get_run
 from pytest_osworld.plugin.v2 import V2TaskItem
@@ -112,7 +112,7 @@ class RunReporting:
         """Allure's labels for the task items that will run, and the plugin that shapes their pages."""
         if not allure_report.active():
             return
-        if self._allure_pages is None and any(isinstance(item, TaskItem | V2TaskItem) for item in items):
+        if self._allure_pages is None and any(isinstance(item, OsworldItem) for item in items):
             self._allure_pages = allure_report.TaskPages()
             self.config.add_cleanup(allure_report.register(self._allure_pages))
         for item in items:
@@ -130,7 +130,7 @@ class RunReporting:
     # --- one item -----------------------------------------------------------------------------------
 
     def begin(self, item: pytest.Item) -> None:
-        if not isinstance(item, TaskItem | V2TaskItem):
+        if not isinstance(item, OsworldItem):
             return
         key = item.run_key
         item.osworld_result = None
@@ -141,7 +141,7 @@ class RunReporting:
             self.errors.append(f"{key}: could not set the earlier attempt aside: {exc}")
 
     def on_report(self, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
-        if not isinstance(item, TaskItem | V2TaskItem):
+        if not isinstance(item, OsworldItem):
             return
         outcome = classify(report, call.excinfo)
         if outcome is None:
@@ -171,7 +171,7 @@ class RunReporting:
                 item.user_properties.append((name, value if name != "osworld_score" else f"{value:g}"))
         self._attach(item, key, result, report)
 
-    def _result_for(self, item: TaskItem | V2TaskItem, key: str, outcome: Outcome) -> TaskResult | None:
+    def _result_for(self, item: OsworldItem, key: str, outcome: Outcome) -> TaskResult | None:
         """The episode's record; written here when the episode never got to write one."""
         # The record on disk first: it is the one the store sanitized.
         result = self._read_record(key) or item.osworld_result
@@ -193,7 +193,7 @@ class RunReporting:
         except (OSError, ValueError):
             return None
 
-    def _plugin_record(self, item: TaskItem | V2TaskItem, key: str, outcome: Outcome) -> TaskResult:
+    def _plugin_record(self, item: OsworldItem, key: str, outcome: Outcome) -> TaskResult:
         s = self.settings
         started_iso, started = self._started.get(key, (None, None))
         result = TaskResult(
@@ -237,9 +237,7 @@ class RunReporting:
             report.longrepr = clean
         report.sections = [(name, sanitize(body, self.secrets)) for name, body in report.sections]
 
-    def _attach(
-        self, item: TaskItem | V2TaskItem, key: str, result: TaskResult | None, report: pytest.TestReport
-    ) -> None:
+    def _attach(self, item: OsworldItem, key: str, result: TaskResult | None, report: pytest.TestReport) -> None:
         final_png = None
         final = self.store.path_of(key) / FINAL_PNG
         want_allure = allure_report.active()
@@ -257,7 +255,7 @@ class RunReporting:
             html_report.add_extras(report, html_report.extras_for(result, final_png, page))
 
     def _task_page(
-        self, item: TaskItem | V2TaskItem, key: str, result: TaskResult | None, report: pytest.TestReport
+        self, item: OsworldItem, key: str, result: TaskResult | None, report: pytest.TestReport
     ) -> task_page.TaskPage:
         """What the item's report pages say (Allure, pytest-html), from its record and its outcome."""
         return task_page.build(
@@ -366,6 +364,6 @@ def _first_line(text: str | None, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _markers(item: TaskItem | V2TaskItem) -> list[str]:
+def _markers(item: OsworldItem) -> list[str]:
     names = {m.name for m in item.iter_markers()}
     return [n for n in _SELECTION_MARKERS if n in names] + ([item.entry.domain] if item.entry.domain in names else [])

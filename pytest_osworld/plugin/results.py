@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_osworld.plugin import crashes, reporting, resume
-from pytest_osworld.plugin.items import TaskItem
+from pytest_osworld.plugin.items import OsworldItem
 from pytest_osworld.results.recorder import EpisodeRecorder
 from pytest_osworld.results.store import RunStore
 
@@ -68,6 +68,6 @@ def osworld_store(pytestconfig: pytest.Config) -> RunStore:
 def osworld_recorder(request: pytest.FixtureRequest, osworld_store: RunStore) -> EpisodeRecorder:
     """Writes one task item's files and its Allure steps; ``finish(result)`` records the outcome."""
     item = request.node
-    if not isinstance(item, TaskItem):
+    if not isinstance(item, OsworldItem):
         pytest.fail("osworld_recorder is only available to OSWorld task items", pytrace=False)
     return EpisodeRecorder(osworld_store, item.run_key, item.keep_result)

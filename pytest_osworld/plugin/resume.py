@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_osworld.errors import OsworldError
-from pytest_osworld.plugin.items import TaskItem
+from pytest_osworld.plugin.items import OsworldItem
 from pytest_osworld.plugin.run import OsworldRun, get_run
-from pytest_osworld.plugin.v2 import V2TaskItem
 from pytest_osworld.results.manifest import RunManifest, read_manifest
 from pytest_osworld.results.store import MANIFEST, RunStore
 from pytest_osworld.tasks.digest import input_sha256
@@ -28,7 +27,7 @@ class Resumed:
     """The earlier run being continued, and the items this session does not run again."""
 
     earlier: RunManifest
-    items: list[TaskItem | V2TaskItem] = field(default_factory=list)
+    items: list[OsworldItem] = field(default_factory=list)
     refused: bool = False  # the resume was refused: this session must not touch the run's files
 
     @property
@@ -78,7 +77,7 @@ def refused(config: pytest.Config) -> bool:
 def deselect_done(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Deselect the task items whose episode already has a valid record in the resumed run."""
     resumed = state(config)
-    tasks = [item for item in items if isinstance(item, TaskItem | V2TaskItem)]
+    tasks = [item for item in items if isinstance(item, OsworldItem)]
     if resumed is None or not tasks:
         return
     resumed.refused = True  # until the checks below pass

@@ -21,8 +21,8 @@ from pytest_osworld.results.manifest import ManifestOwner, V2Input
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.markers import domain_marker_help
 from pytest_osworld.tasks.readers import TaskEntry
-from pytest_osworld.tasks.v2.pins import TaskPins, sha256_file
-from pytest_osworld.tasks.v2.task_file import V2Task
+from pytest_osworld.v2.reading.pins import TaskPins, sha256_file
+from pytest_osworld.v2.reading.task_file import V2Task
 
 _RUN = pytest.StashKey["OsworldRun"]()
 _GIVEN = pytest.StashKey[set[Path]]()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_osworld.plugin.items import TaskItem, names_task_inputs
+from pytest_osworld.plugin.items import OsworldItem, names_task_inputs
 from pytest_osworld.plugin.run import get_run, given_paths, runs_no_test
 from pytest_osworld.sandbox import (
     Owner,
@@ -231,7 +231,7 @@ def osworld_sandbox(
     network, where their hostnames resolve; any other sandbox starts as before.
     """
     # A user's own test may ask for a sandbox too: it is labelled with its node id.
-    task_key = request.node.run_key if isinstance(request.node, TaskItem) else request.node.nodeid
+    task_key = request.node.run_key if isinstance(request.node, OsworldItem) else request.node.nodeid
     if osworld_task_services is not None:
         sandbox = osworld_sandbox_provider.start_on_network(task_key=task_key, network=osworld_task_services.network)
     else:

@@ -22,7 +22,7 @@ import docker.errors
 import pytest
 import requests.exceptions
 
-from pytest_osworld.plugin.items import TaskItem
+from pytest_osworld.plugin.items import OsworldItem, TaskItem
 from pytest_osworld.plugin.run import get_run
 from pytest_osworld.plugin.sandbox import owner_of
 from pytest_osworld.sandbox import SandboxConfigError, find_image, host_pool, pick_host
@@ -166,15 +166,11 @@ def osworld_task_services(request: pytest.FixtureRequest) -> Iterator[TaskServic
     """The shared services the running task item needs, held until it ends; None when it needs none.
 
     A service that is down (after ``service_restarts`` restarts) raises :class:`ServiceError`: the task
-    is masked ``service_error`` before its sandbox starts.
+    is masked ``service_error`` before its sandbox starts (a V2 item's ``osworld_v2_loaded`` records it).
     """
     item = request.node
     settings = get_run(request.config).settings
-    names = (
-        required(item.entry.task, defined(settings), proxy=settings.services.proxy)
-        if isinstance(item, TaskItem)
-        else []
-    )
+    names = item.service_names(settings) if isinstance(item, OsworldItem) else []
     if not names:
         yield None
         return

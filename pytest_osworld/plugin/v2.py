@@ -1,55 +1,51 @@
 """OSWorld-V2 collection: a split or a task file becomes a ``V2TaskFile`` yielding ``V2TaskItem``s.
 
-The files are read statically (:mod:`pytest_osworld.tasks.v2.task_file`), pinned before anything runs
-(:mod:`pytest_osworld.tasks.v2.pins`), and marked (:mod:`pytest_osworld.tasks.v2.markers`), so
+The files are read statically (:mod:`pytest_osworld.v2.reading.task_file`), pinned before anything runs
+(:mod:`pytest_osworld.v2.reading.pins`), and marked (:mod:`pytest_osworld.v2.reading.markers`), so
 ``--collect-only``, ``-k`` and ``-m`` work on them. :func:`skip_reason` skips, before any sandbox, what
-cannot run here (a service the run does not define); :func:`osworld_v2_task` runs the rest: it holds the
-task's services, imports its file with the task API in place (:mod:`pytest_osworld.v2.runtime.loader`),
-makes its runner, starts its sandbox and runs a :class:`~pytest_osworld.v2.episode.V2Episode`.
+cannot run here (a service the run does not define); :func:`osworld_v2_task` runs the rest through the
+same fixtures as a v1 item (plugin/fixtures.py): first ``osworld_v2_loaded`` (:func:`load_v2_task`: the
+task's services held, its file imported with the task API in place, :mod:`pytest_osworld.v2.api.loader`),
+then its runner, its sandbox on the services' network and a
+:class:`~pytest_osworld.v2.episode.V2Episode` (``osworld_episode``, with what :class:`V2TaskItem` adds).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
 import pytest
 
-from pytest_osworld.agents import RunnerContext, RunnerUnavailable, make_runner
-from pytest_osworld.errors import OsworldError, TaskInputErrors
+from pytest_osworld.agents import RunnerContext
+from pytest_osworld.episode import Episode
+from pytest_osworld.errors import TaskInputErrors
 from pytest_osworld.models import ModelClient
+from pytest_osworld.plugin.items import OsworldItem
 from pytest_osworld.plugin.judge import dead_judge
-from pytest_osworld.plugin.outcomes import OutcomeError, end_test
+from pytest_osworld.plugin.outcomes import TestedEpisode, end_test
 from pytest_osworld.plugin.run import OsworldRun, get_run, given_paths
 from pytest_osworld.record import LoopRecord, ServiceRecord, TaskResult, Termination
 from pytest_osworld.results.recorder import EpisodeRecorder
-from pytest_osworld.results.store import RunStore
-from pytest_osworld.sandbox.base import SandboxProvider
 from pytest_osworld.services import defined, undefined_reason
 from pytest_osworld.services.access import ServiceAccess
-from pytest_osworld.services.pool import ServiceError, ServicePool
+from pytest_osworld.services.pool import ServiceError, TaskServices
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.model import Task
 from pytest_osworld.tasks.readers import TaskEntry
-from pytest_osworld.tasks.v2.markers import v2_markers
-from pytest_osworld.tasks.v2.pins import PinError
-from pytest_osworld.tasks.v2.task_file import (
-    TASK_FOLDER,
-    V2Task,
-    has_split_beside,
-    is_task_file_name,
-    is_v2_split,
-    read_input,
-)
+from pytest_osworld.v2.api.assets import BASE_ENV
+from pytest_osworld.v2.api.loader import ApiMode, TaskLoadError, checkout_environment, load_task, unload
+from pytest_osworld.v2.api.state import TaskRuntime, active
 from pytest_osworld.v2.episode import Phase, V2Episode
-from pytest_osworld.v2.judge import Judge
-from pytest_osworld.v2.runtime.desktop_env.file_source import BASE_ENV
-from pytest_osworld.v2.runtime.loader import ApiMode, TaskLoadError, checkout_environment, load_task, unload
-from pytest_osworld.v2.runtime.state import TaskRuntime, active
+from pytest_osworld.v2.llm.judge import Judge
+from pytest_osworld.v2.reading.markers import v2_markers
+from pytest_osworld.v2.reading.pins import PinError
+from pytest_osworld.v2.reading.splits import has_split_beside, is_v2_split, read_input
+from pytest_osworld.v2.reading.task_file import TASK_FOLDER, V2Task, is_task_file_name
 
 V2_IMAGE_PASSWORD = "osworld-public-evaluation"  # the guest user's password in OSWorld-V2's VM image
 CONTROL_WORDS = ("DONE", "FAIL")
@@ -107,16 +103,16 @@ def _check_pins(config: pytest.Config, tasks: list[V2Task]) -> None:
         raise PinError("\n".join(problems))
 
 
-class V2TaskItem(pytest.Function):
-    """One OSWorld-V2 task (and one repeat of it), named ``v2/<id>`` as v1 items are ``<domain>/<id>``."""
+class V2TaskItem(OsworldItem):
+    """One OSWorld-V2 task (and one repeat of it), named ``v2/<id>`` as v1 items are ``<domain>/<id>``.
+
+    Its ``entry`` is the task as the reports show it before it runs (its statically read fields); the
+    episode's fixtures go through ``osworld_v2_loaded`` for the task as it runs (:func:`load_v2_task`).
+    """
 
     task: V2Task
-    repeat: int
-    # The task as the reports show it before it runs (its statically read fields), as a v1 item's entry.
-    entry: TaskEntry
-    # The episode's record once it is written, and the services it held (for a record the plugin writes).
-    osworld_result: TaskResult | None = None
-    osworld_services: dict[str, ServiceRecord] | None = None
+    no_runner: ClassVar[str] = NO_RUNNER
+    cache_prefix: ClassVar[str] = "osworld-v2-task-"
 
     @classmethod
     def from_task(cls, parent: V2TaskFile, task: V2Task, repeat: int, repeats: int) -> V2TaskItem:
@@ -130,21 +126,54 @@ class V2TaskItem(pytest.Function):
         return item
 
     @property
-    def run_key(self) -> str:
-        return self.task.key if self.repeat == 1 else f"{self.task.key}#r{self.repeat}"
-
-    def keep_result(self, result: TaskResult) -> None:
-        self.osworld_result = result
+    def task_key(self) -> str:
+        return self.task.key
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.task.file, self.task.line - 1, self.name
 
-    def repr_failure(  # type: ignore[override]  # pytest's own signature adds a style argument
-        self, excinfo: pytest.ExceptionInfo[BaseException]
-    ) -> Any:
-        if isinstance(excinfo.value, OutcomeError | OsworldError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
+    def service_names(self, settings: Settings) -> list[str]:
+        return needed_services(self.task, settings)
+
+    def task_settings(self, settings: Settings) -> Settings:
+        return v2_settings(settings, self.task.id)
+
+    def loaded(self, request: pytest.FixtureRequest) -> V2Loaded:
+        loaded: V2Loaded = request.getfixturevalue("osworld_v2_loaded")
+        return loaded
+
+    def episode_entry(self, request: pytest.FixtureRequest, services: TaskServices | None) -> TaskEntry:
+        return self.loaded(request).entry
+
+    def runner_context(
+        self, request: pytest.FixtureRequest, entry: TaskEntry, settings: Settings, model: ModelClient | None
+    ) -> RunnerContext:
+        asks_user = bool(self.loaded(request).task.get("user_simulator"))
+        return RunnerContext(entry=entry, settings=settings, model=model, asks_user=asks_user)
+
+    def record_markers(self) -> list[str]:
+        return [marker for marker, _ in v2_markers(self.task)]
+
+    def episode_class(self) -> type[TestedEpisode]:
+        return TestedV2Episode
+
+    def prepare_episode(self, request: pytest.FixtureRequest, episode: Episode) -> None:
+        assert isinstance(episode, V2Episode)
+        loaded = self.loaded(request)
+        episode.configure(
+            task=loaded.task,
+            mode=loaded.mode,
+            runtime=loaded.runtime,
+            judge=loaded.judge,
+            phases=loaded.phases,
+            enable_proxy="proxy" in loaded.access,
+        )
+
+
+class TestedV2Episode(V2Episode, TestedEpisode):
+    """A V2 episode as a task item runs it: run to its end, then judged by the outcome table."""
+
+    __test__ = False
 
 
 def needed_services(task: V2Task, settings: Settings) -> list[str]:
@@ -256,107 +285,83 @@ def _masked_record(run: OsworldRun, item: V2TaskItem, termination: Termination, 
         termination=termination,
         message=message,
         related_apps=item.task.related_apps,
-        markers=[marker for marker, _ in v2_markers(item.task)],
+        markers=item.record_markers(),
         worker=run.worker_id,
         loop=LoopRecord.model_validate(run.settings.loop_record()),
     )
 
 
-def osworld_v2_task(
-    request: pytest.FixtureRequest,
-    osworld_run: OsworldRun,
-    osworld_store: RunStore,
-    osworld_judge: Judge | None,
-    osworld_model: ModelClient | None,
-    osworld_sandbox_provider: SandboxProvider,
-) -> None:
-    """The test function of every V2 item: the task's services, its file imported, its runner, its
-    sandbox and its episode, judged by the outcome table."""
+@dataclass(frozen=True)
+class V2Loaded:
+    """A V2 item's task as it runs: the task instance from its file, its phases, its entry for the
+    runner and the record, the runtime and API mode it runs in, its services' access, the judge."""
+
+    task: Any
+    phases: list[Phase] | None
+    entry: TaskEntry
+    runtime: TaskRuntime
+    mode: ApiMode
+    access: dict[str, ServiceAccess]
+    judge: Judge | None
+
+
+def _mask(
+    run: OsworldRun,
+    item: V2TaskItem,
+    recorder: EpisodeRecorder,
+    termination: Termination,
+    message: str,
+    services: dict[str, ServiceRecord] | None = None,
+) -> NoReturn:
+    result = _masked_record(run, item, termination, message)
+    if services is not None:
+        result.services = services
+    recorder.finish(result)
+    end_test(result)
+    raise AssertionError("end_test returns only for a score of 1")  # pragma: no cover - a mask always raises
+
+
+@contextlib.contextmanager
+def load_v2_task(
+    request: pytest.FixtureRequest, run: OsworldRun, recorder: EpisodeRecorder, judge: Judge | None
+) -> Iterator[V2Loaded]:
+    """The ``osworld_v2_loaded`` fixture's work: the item's services held (``osworld_task_services``),
+    then its file imported with the task API in place; each mask known before a sandbox is recorded
+    and ends the test (a dead judge before its services, a service down, a file that does not load).
+    The task's module is unloaded after the block."""
     item = request.node
-    assert isinstance(item, V2TaskItem)
-    settings = v2_settings(osworld_run.settings, item.task.id)
-    name = settings.runner_name
-    if name is None:  # skipped before it runs (skip_reason); a conftest's own item may still get here
+    if not isinstance(item, V2TaskItem):
+        pytest.fail("osworld_v2_loaded is only available to OSWorld-V2 task items", pytrace=False)
+    settings = item.task_settings(run.settings)
+    if settings.runner_name is None:  # skipped before it runs (skip_reason); a conftest's own item may still get here
         pytest.fail(NO_RUNNER, pytrace=False)
-    recorder = EpisodeRecorder(osworld_store, item.run_key, item.keep_result)
     dead = dead_judge(item)
     if dead is not None:  # masked before its services or sandbox start: nothing could score it
-        result = _masked_record(osworld_run, item, Termination.JUDGE_ERROR, dead)
-        recorder.finish(result)
-        end_test(result)
-        return
-    names = needed_services(item.task, settings)
-    records: dict[str, ServiceRecord] = {}
-    item.osworld_services = records if names else None
-    with contextlib.ExitStack() as stack:
-        access: dict[str, ServiceAccess] = {}
-        network: str | None = None
-        if names:
-            pool: ServicePool = request.getfixturevalue("osworld_services")
-            try:
-                held = stack.enter_context(pool.for_task(names, item.run_key, records=records))
-            except ServiceError as exc:
-                result = _masked_record(osworld_run, item, Termination.SERVICE_ERROR, str(exc))
-                result.services = records
-                recorder.finish(result)
-                end_test(result)
-                return
-            access, network = dict(held.access), held.network
-            service_check = held.problem
-        file_base = os.environ.get(BASE_ENV)
-        runtime = TaskRuntime(item.task.id, services=access, file_base=file_base)
-        mode = ApiMode(
-            settings.tasks.v2_code, checkout_environment(access, file_base) if settings.tasks.v2_code else None
-        )
-        try:
-            with active(runtime), mode.api(loading=True):
-                _, task = load_task(item.task.file, item.task.id)
-                phases = _phases(task)
-                entry = task_entry(item.task, task)
-        except (TaskLoadError, ValueError) as exc:
-            unload(item.task.id)
-            result = _masked_record(osworld_run, item, Termination.SETUP_ERROR, str(exc))
-            recorder.finish(result)
-            end_test(result)
-            return
-        stack.callback(unload, item.task.id)
-        try:
-            context = RunnerContext(
-                entry=entry, settings=settings, model=osworld_model, asks_user=bool(task.get("user_simulator"))
-            )
-            runner = make_runner(name, context)
-        except RunnerUnavailable as exc:
-            pytest.skip(f"{name} runner: {exc}")
-        stack.callback(runner.close)
-        if network is not None:
-            sandbox = osworld_sandbox_provider.start_on_network(task_key=item.run_key, network=network)
-        else:
-            sandbox = osworld_sandbox_provider.start(task_key=item.run_key)
-        stack.callback(sandbox.stop)
-        cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="osworld-v2-task-")))
-        episode = V2Episode.build(
-            entry=entry,
-            settings=settings,
-            run_id=osworld_run.run_id,
-            repeat=item.repeat,
-            sandbox=sandbox,
-            runner=runner,
-            recorder=recorder,
-            model=osworld_model.describe() if osworld_model is not None else None,
-            markers=[marker for marker, _ in v2_markers(item.task)],
-            worker=osworld_run.worker_id,
-            cache_dir=cache,
-        )
-        episode.configure(
-            task=task,
-            mode=mode,
-            runtime=runtime,
-            judge=osworld_judge,
-            phases=phases,
-            enable_proxy="proxy" in access,
-        )
-        if names:
-            episode.result.services = dict(records)
-            episode.context.services = access
-            episode.service_check = service_check
-        end_test(episode.run())
+        _mask(run, item, recorder, Termination.JUDGE_ERROR, dead)
+    try:
+        held: TaskServices | None = request.getfixturevalue("osworld_task_services")
+    except ServiceError as exc:
+        _mask(run, item, recorder, Termination.SERVICE_ERROR, str(exc), services=item.osworld_services or {})
+    access = dict(held.access) if held is not None else {}
+    file_base = os.environ.get(BASE_ENV)
+    runtime = TaskRuntime(item.task.id, services=access, file_base=file_base)
+    mode = ApiMode(settings.tasks.v2_code, checkout_environment(access, file_base) if settings.tasks.v2_code else None)
+    try:
+        with active(runtime), mode.api(loading=True):
+            _, task = load_task(item.task.file, item.task.id)
+            phases = _phases(task)
+            entry = task_entry(item.task, task)
+    except (TaskLoadError, ValueError) as exc:
+        unload(item.task.id)
+        _mask(run, item, recorder, Termination.SETUP_ERROR, str(exc))
+    try:
+        yield V2Loaded(task, phases, entry, runtime, mode, access, judge)
+    finally:
+        unload(item.task.id)
+
+
+def osworld_v2_task(osworld_v2_loaded: V2Loaded, osworld_episode: TestedEpisode) -> None:
+    """The test function of every V2 item: its task loaded first (``osworld_v2_loaded``: the masks
+    known before any sandbox), then the same episode fixtures as a v1 item's (runner before sandbox),
+    judged by the outcome table."""
+    osworld_episode.run_and_judge()

@@ -22,15 +22,15 @@ from pytest_osworld.episode import Episode, Masked, _Loop
 from pytest_osworld.guest.client import GuestError
 from pytest_osworld.record import StepRecord, Termination
 from pytest_osworld.setup.errors import SetupError
-from pytest_osworld.v2.config import JudgeError, JudgeSettings
-from pytest_osworld.v2.runtime.desktop_env.controllers.setup import SetupController
-from pytest_osworld.v2.runtime.env import TaskEnv
-from pytest_osworld.v2.runtime.loader import ApiMode
-from pytest_osworld.v2.runtime.state import TaskRuntime, active
-from pytest_osworld.v2.user_sim import UserSimError, UserSimSpecError, UserSimulator, make_user_simulator
+from pytest_osworld.v2.api.env import TaskEnv
+from pytest_osworld.v2.api.loader import ApiMode
+from pytest_osworld.v2.api.setup_controller import SetupController
+from pytest_osworld.v2.api.state import TaskRuntime, active
+from pytest_osworld.v2.llm.settings import JudgeError, JudgeSettings
+from pytest_osworld.v2.llm.user_sim import UserSimError, UserSimSpecError, UserSimulator, make_user_simulator
 
 if TYPE_CHECKING:
-    from pytest_osworld.v2.judge import Judge
+    from pytest_osworld.v2.llm.judge import Judge
 
 DEFAULT_GATE_MIN_SCORE = 1.0
 MAX_EVALUATION_CHARS = 20_000  # of a dict evaluate() returned, as JSON, in the record

@@ -21,7 +21,7 @@ import httpcore  # noqa: F401
 import pytest
 
 from pytest_osworld.plugin.v2 import NO_RUNNER
-from pytest_osworld.v2.judge import NOT_CONFIGURED, PREFLIGHT_TOKENS
+from pytest_osworld.v2.llm.judge import NOT_CONFIGURED, PREFLIGHT_TOKENS
 from tests.support.model_server import ModelServer, Reply, Status
 from tests.support.v2data import copy_v2_data
 

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_osworld.plugin.items import names_task_inputs
 from pytest_osworld.plugin.v2 import NO_RUNNER
-from pytest_osworld.tasks.v2.pins import sha256_file
+from pytest_osworld.v2.reading.pins import sha256_file
 from tests.support.v2data import ALL_IDS, copy_v2_data
 
 NOT_CACHED = ("-p", "no:cacheprovider")

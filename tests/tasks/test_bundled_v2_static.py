@@ -14,8 +14,9 @@ import pytest
 
 from pytest_osworld.agents.parsing import CONTROL_WORDS
 from pytest_osworld.guest.client import PYAUTOGUI_PREFIX
-from pytest_osworld.tasks.v2.static import Unresolved, evaluate
-from pytest_osworld.tasks.v2.task_file import read_split, read_task_file
+from pytest_osworld.v2.reading.splits import read_split
+from pytest_osworld.v2.reading.static import Unresolved, evaluate
+from pytest_osworld.v2.reading.task_file import read_task_file
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 SPLIT = TASKS / "test_v2.json"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_osworld.tasks.v2.pins import PinError, read_pins, sha256_file
+from pytest_osworld.v2.reading.pins import PinError, read_pins, sha256_file
 from tests.support.v2data import ALL_IDS, E2B_HASHES, RELEASE_HASHES, TASK_CLASS
 
 FILES = [f"task_{i}.py" for i in ALL_IDS]

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from pytest_osworld.errors import TaskInputErrors
-from pytest_osworld.tasks.v2.markers import v2_markers
-from pytest_osworld.tasks.v2.static import Imported, Unresolved, evaluate
-from pytest_osworld.tasks.v2.task_file import read_input, read_split, read_task_file
+from pytest_osworld.v2.reading.markers import v2_markers
+from pytest_osworld.v2.reading.splits import read_input, read_split
+from pytest_osworld.v2.reading.static import Imported, Unresolved, evaluate
+from pytest_osworld.v2.reading.task_file import read_task_file
 from tests.support.v2data import ALL_IDS, BROKEN, EXAMPLES, TASK_CLASS
 
 

@@ -28,10 +28,10 @@ from pytest_osworld.settings import Settings
 from pytest_osworld.setup.assets import AssetCache
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.errors import SetupError
-from pytest_osworld.v2.runtime.desktop_env.controllers.setup import SetupController
-from pytest_osworld.v2.runtime.env import TaskEnv
-from pytest_osworld.v2.runtime.evaluation_examples.task_class import generated_task_utils as utils
-from pytest_osworld.v2.runtime.evaluation_examples.task_class.generated_task_utils import (
+from pytest_osworld.v2.api import scoring as utils
+from pytest_osworld.v2.api.env import TaskEnv
+from pytest_osworld.v2.api.loader import ApiMode, load_task
+from pytest_osworld.v2.api.scoring import (
     aggregate_scores,
     call_metric,
     evaluate_infeasible_task,
@@ -40,7 +40,8 @@ from pytest_osworld.v2.runtime.evaluation_examples.task_class.generated_task_uti
     get_evaluator_state,
     run_postconfig,
 )
-from pytest_osworld.v2.runtime.loader import ApiMode, load_task
+from pytest_osworld.v2.api.setup_controller import SetupController
+from pytest_osworld.v2.upstream.evaluation_examples.task_class import generated_task_utils as upstream_utils
 from tests.episode.runs import run_tasks
 from tests.support.loopback import loopback_http
 
@@ -315,7 +316,7 @@ def test_a_task_file_importing_the_module_loads_against_the_projects_api(tmp_pat
     with ApiMode().api(loading=True):
         _, task = load_task(path, "u1")
         loaded = sys.modules["evaluation_examples.task_class.generated_task_utils"]
-        assert loaded is utils
+        assert loaded is upstream_utils and loaded.evaluate_metric is utils.evaluate_metric
     assert not any(n == "evaluation_examples" or n.startswith("evaluation_examples.") for n in sys.modules)
     with ApiMode().api():
         assert task.evaluate(env) == 1.0

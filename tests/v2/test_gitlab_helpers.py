@@ -16,9 +16,10 @@ import gitlab
 import pytest
 
 from pytest_osworld.services.access import ServiceAccess
-from pytest_osworld.v2.runtime.desktop_env.controllers import gitlab as helpers
-from pytest_osworld.v2.runtime.loader import own_api
-from pytest_osworld.v2.runtime.state import RuntimeUnavailable, TaskRuntime, active
+from pytest_osworld.v2.api import gitlab as helpers
+from pytest_osworld.v2.api.loader import own_api
+from pytest_osworld.v2.api.state import RuntimeUnavailable, TaskRuntime, active
+from pytest_osworld.v2.upstream.desktop_env.controllers import gitlab as upstream_gitlab
 from tests.support.forge import Forge
 
 ALICE = {"username": "alice", "email": "alice@example.com", "name": "Alice Liddell", "password": "wonderland-42"}
@@ -57,7 +58,8 @@ def test_a_task_file_imports_the_helpers_under_upstreams_name(task: TaskRuntime)
     with own_api():
         module = importlib.import_module("desktop_env.controllers.gitlab")
         from desktop_env.controllers.gitlab import get_gitlab_admin_client
-    assert module is helpers and get_gitlab_admin_client is helpers.get_gitlab_admin_client
+    # The task file gets upstream's module name, which re-exports the project's helpers.
+    assert module is upstream_gitlab and get_gitlab_admin_client is helpers.get_gitlab_admin_client
 
 
 def test_the_admin_client_is_the_tasks_gitlab_else_the_environments(

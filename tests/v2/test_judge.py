@@ -17,8 +17,8 @@ from pytest_osworld.models.base import Prices
 from pytest_osworld.plugin.outcomes import classify
 from pytest_osworld.record import MASK_TERMINATIONS, ModelCalls, TaskResult, Termination
 from pytest_osworld.settings import Settings
-from pytest_osworld.v2.config import CallDefaults, ClientPool, JudgeLayer, JudgeSettings, resolve
-from pytest_osworld.v2.judge import (
+from pytest_osworld.v2.llm.clients import ClientPool
+from pytest_osworld.v2.llm.judge import (
     NOT_CONFIGURED,
     PREFLIGHT_TOKENS,
     Judge,
@@ -26,6 +26,7 @@ from pytest_osworld.v2.judge import (
     JudgeError,
     preflight,
 )
+from pytest_osworld.v2.llm.settings import CallDefaults, JudgeLayer, JudgeSettings, resolve
 from tests.support.model_server import Api, Drop, Hang, Malformed, ModelServer, Reply, Status, empty
 from tests.v2.conftest import KEY, KEY_ENV
 

@@ -20,18 +20,18 @@ from pytest_osworld.agents.coordinates import Frame
 from pytest_osworld.agents.parsing import parse_pyautogui_answer
 from pytest_osworld.agents.pyautogui_runner import code_actions
 from pytest_osworld.services.access import ServiceAccess
-from pytest_osworld.v2.config import JudgeLayer, JudgeSettings
-from pytest_osworld.v2.episode import Phase, score_of
-from pytest_osworld.v2.judge import Judge
-from pytest_osworld.v2.runtime.desktop_env.task_base import BaseTask, MultiPhaseTask
-from pytest_osworld.v2.runtime.loader import (
+from pytest_osworld.v2.api.loader import (
     ApiMode,
     TaskLoadError,
     checkout_environment,
     load_task,
     module_name,
 )
-from pytest_osworld.v2.runtime.state import RuntimeUnavailable, TaskRuntime, active
+from pytest_osworld.v2.api.state import RuntimeUnavailable, TaskRuntime, active
+from pytest_osworld.v2.api.task_base import BaseTask, MultiPhaseTask
+from pytest_osworld.v2.episode import Phase, score_of
+from pytest_osworld.v2.llm.judge import Judge
+from pytest_osworld.v2.llm.settings import JudgeLayer, JudgeSettings
 from tests.support.loopback import loopback_http
 from tests.support.model_server import ModelServer, Reply, Status
 
@@ -121,7 +121,7 @@ def test_a_task_file_loads_against_the_projects_api_only_while_loading(tmp_path:
     runtime = TaskRuntime("a1", file_base="https://files.example/v2")
     with active(runtime), ApiMode().api(loading=True):
         module, task = load_task(path, "a1")
-        assert sys.modules["desktop_env.task_base"].__name__ == "pytest_osworld.v2.runtime.desktop_env.task_base"
+        assert sys.modules["desktop_env.task_base"].__name__ == "pytest_osworld.v2.upstream.desktop_env.task_base"
     assert module.__name__ == module_name("a1") == "osworld_task_task_a1"
     assert type(task).__name__ == "Taska1" and isinstance(task, BaseTask)
     assert task["instruction"] == "Read https://files.example/v2/task_a1/data.csv"
@@ -340,8 +340,7 @@ def state_server() -> Iterator[str]:
 
 def test_website_helpers_use_the_tasks_service_and_its_cookie(state_server: str, tmp_path: Path) -> None:
     # Upstream's calls, positionally; tests/v2/test_website_helpers.py covers the rest of their surface.
-    from pytest_osworld.v2.runtime.desktop_env.controllers import website
-    from pytest_osworld.v2.runtime.desktop_env.evaluators import getters
+    from pytest_osworld.v2.api import getters, website
 
     access = ServiceAccess(
         "website", "website.osworld.test", (80,), state_key="v2-w1-abc", host_urls={80: state_server}
@@ -373,7 +372,7 @@ def test_website_helpers_use_the_tasks_service_and_its_cookie(state_server: str,
 def test_llm_metrics_ask_the_runs_judge_in_the_tasks_scope_and_failures_are_recorded(
     model_server: ModelServer,
 ) -> None:
-    from pytest_osworld.v2.runtime.desktop_env.evaluators.metrics import llm_metrics
+    from pytest_osworld.v2.api import llm_metrics
 
     judge = Judge(JudgeSettings(given=JudgeLayer(base_url=model_server.openai_url, model="test-model")), environ={})
     model_server.script("test-model", Reply("YES, it does"), Reply("no"), Status(500), Status(500), Status(500))
@@ -412,7 +411,7 @@ def test_call_user_in_the_pyautogui_space_and_in_a_solution() -> None:
 def test_skips_known_before_any_sandbox(tmp_path: Path) -> None:
     from pytest_osworld.plugin.v2 import NO_RUNNER, NO_SOLUTION, skip_reason
     from pytest_osworld.settings import Settings
-    from pytest_osworld.tasks.v2.task_file import read_task_file
+    from pytest_osworld.v2.reading.task_file import read_task_file
 
     big = _write(
         tmp_path,
@@ -460,7 +459,7 @@ def test_the_v2_image_password_only_on_v2s_image() -> None:
 
 def test_base_task_defaults_are_the_static_readers() -> None:
     # The loaded task and the collected one must agree on every field's default.
-    from pytest_osworld.tasks.v2.task_file import TASK_FIELDS
-    from pytest_osworld.v2.runtime.desktop_env.task_base import BaseTask
+    from pytest_osworld.v2.api.task_base import BaseTask
+    from pytest_osworld.v2.reading.task_file import TASK_FIELDS
 
     assert {name: getattr(BaseTask, name) for name in TASK_FIELDS} == TASK_FIELDS

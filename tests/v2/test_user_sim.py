@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_osworld.v2.config import JudgeLayer, JudgeSettings
-from pytest_osworld.v2.judge import Judge
-from pytest_osworld.v2.user_sim import (
+from pytest_osworld.v2.llm.judge import Judge
+from pytest_osworld.v2.llm.settings import JudgeLayer, JudgeSettings
+from pytest_osworld.v2.llm.user_sim import (
     DEFAULT_RESPONSE,
     LlmUser,
     UserSimError,
@@ -190,7 +190,7 @@ def test_the_model_name_and_model_base_url_variables_are_not_read(
     monkeypatch.setenv("OSWORLD_USER_SIM_MODEL_NAME", "sim-model")
     monkeypatch.setenv("OSWORLD_USER_SIM_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
     server.script("gpt-4o", Reply("Spec's model."))
-    with caplog.at_level(logging.WARNING, logger="pytest_osworld.v2.user_sim"):
+    with caplog.at_level(logging.WARNING, logger="pytest_osworld.v2.llm.user_sim"):
         user = make_user_simulator(LLM_SPEC, judge_settings(server))
     assert user.respond("Which model?") == "Spec's model."  # neither the name nor the URL was taken
     assert "OSWORLD_USER_SIM_MODEL_NAME is not read (nor is it upstream); set OSWORLD_USER_SIM_MODEL" in caplog.text

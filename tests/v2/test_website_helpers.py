@@ -18,10 +18,9 @@ import httpx
 import pytest
 
 from pytest_osworld.services.access import ServiceAccess
-from pytest_osworld.v2.runtime.desktop_env.controllers import website
-from pytest_osworld.v2.runtime.desktop_env.controllers.setup import SetupController
-from pytest_osworld.v2.runtime.desktop_env.evaluators import getters
-from pytest_osworld.v2.runtime.state import RuntimeUnavailable, TaskRuntime, active
+from pytest_osworld.v2.api import getters, website
+from pytest_osworld.v2.api.setup_controller import SetupController
+from pytest_osworld.v2.api.state import RuntimeUnavailable, TaskRuntime, active
 from tests.support.services import services_context, website_server
 
 ENTRY_KEYS = {"cookie", "cookie_dict", "user_id_cookie", "source_url", "state_endpoint", "final_url"}
