@@ -37,7 +37,7 @@ ALLOWED = {
     "pytest_osworld.guest.server.fields.ApiError": "the guest API's 4xx answer",
     # OSWorld-V2's desktop_env API, raised into a V2 task's own code (upstream's controllers raise
     # RuntimeErrors); V2Episode names any error of the task's code as the task's.
-    "pytest_osworld.v2.runtime.desktop_env.controllers.gitlab.ImportTimeout": "raised into the V2 task's own code",
+    "pytest_osworld.v2.api.gitlab.ImportTimeout": "raised into the V2 task's own code",
     # A warning, issued with warnings.warn (pytest shows it in the warnings summary), never raised.
     "pytest_osworld.results.store.ResultFileWarning": "a warning, never raised",
 }
