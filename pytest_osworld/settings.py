@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from pytest_osworld.errors import SettingsError
+from pytest_osworld.live.address import LiveAddress
 from pytest_osworld.sandbox.units import ByteCount
 from pytest_osworld.tasks.shard import Shard
 
@@ -348,6 +349,26 @@ class Settings(BaseModel):
     alpha: float = Field(
         0.05, gt=0, lt=1, description="significance level of the paired gate's exact test (default 0.05)"
     )
+
+    # --- the live page of the run (docs/live.md)
+    live: LiveAddress | None = Field(
+        None,
+        description="serve a live page of the run at [HOST:]PORT while it lasts (a bare port listens on "
+        "127.0.0.1 only; 0 picks a free port)",
+    )
+    live_input: bool = Field(
+        False,
+        description="the live page's watch view may send keys and mouse to a task's desktop when asked to "
+        "(a task a person touched is masked human_interference)",
+    )
+    live_novnc: Path | None = Field(
+        None, description="the folder of noVNC's files for the watch view (default: /usr/share/novnc, Debian's novnc)"
+    )
+
+    @field_validator("live", mode="before")
+    @classmethod
+    def _parse_live(cls, value: Any) -> Any:
+        return LiveAddress.parse(str(value)) if isinstance(value, str | int) and not isinstance(value, bool) else value
 
     @field_validator("shard", mode="before")
     @classmethod
