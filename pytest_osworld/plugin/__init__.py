@@ -19,7 +19,9 @@ delegating to plain modules of the project:
 - ``results`` and ``reporting``: outcomes into records, resume, the summary, the gate, report plugins;
 - ``resume``: ``--osworld-resume``, continuing an earlier run;
 - ``outcomes``: the outcome table (how an episode's end becomes a pytest outcome and back);
-- ``html``: the pytest-html columns and extras (registered only with pytest-html).
+- ``html``: the pytest-html columns and extras (registered only with pytest-html);
+- ``live``: ``--osworld-live``, the run's live page: its server in the run's owner, each process's
+  progress published to it, an episode's observer (imported by ``fixtures`` and ``v2``).
 """
 
 # A plugin that another one imports comes first: pytest rewrites asserts only in plugin modules it
@@ -28,6 +30,7 @@ pytest_plugins = [
     "pytest_osworld.plugin.sandbox",
     "pytest_osworld.plugin.services",
     "pytest_osworld.plugin.judge",
+    "pytest_osworld.plugin.live",
     "pytest_osworld.plugin.hooks",
     "pytest_osworld.plugin.fixtures",
     "pytest_osworld.plugin.results",

@@ -22,6 +22,7 @@ import pytest
 from pytest_osworld.agents import RunnerContext, RunnerUnavailable, make_runner
 from pytest_osworld.errors import OsworldError, TaskInputErrors
 from pytest_osworld.models import ModelClient
+from pytest_osworld.plugin import live
 from pytest_osworld.plugin.judge import dead_judge
 from pytest_osworld.plugin.outcomes import OutcomeError, judge
 from pytest_osworld.plugin.run import OsworldRun, get_run, given_paths
@@ -357,4 +358,5 @@ def osworld_v2_task(
             episode.result.services = dict(records)
             episode.context.services = access
             episode.service_check = service_check
+        live.attach(request.config, item.run_key, episode)  # --osworld-live
         judge(episode.run())
