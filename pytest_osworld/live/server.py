@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import os
 import socket
 import threading
-import time
 from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from pytest_osworld.live.address import LiveAddress
 from pytest_osworld.live.bridge import Bridge
@@ -42,7 +42,6 @@ from pytest_osworld.results.record import HumanInput
 STATIC = Path(__file__).parent / "static"
 UPDATE_INTERVAL_S = 0.25  # at most four updates a second to each page
 KEEPALIVE_S = 15.0
-MARK_EVERY_S = 0.5  # a touched task's mark is rewritten at most this often after its first input
 _TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css", ".html": "text/html"}
 
 
@@ -61,7 +60,6 @@ class _InputLog:
         self.first_at: str | None = None
         self.last_at = ""
         self.messages = 0
-        self.written = 0.0
 
 
 class LiveServer:
@@ -139,30 +137,18 @@ class LiveServer:
         finally:
             with self._lock:
                 self._bridges.discard(bridge)
-            self._write_mark(key, force=True)
 
     def _input(self, key: str) -> None:
-        """A person's input is about to reach a task's desktop: mark the task first."""
+        """A person's input is about to reach a task's desktop: mark the task first (a small file
+        replaced by rename, once per input message: the episode may end at any moment and read it)."""
         at = _now_iso()
         with self._lock:
             log = self._inputs.setdefault(key, _InputLog())
             log.first_at = log.first_at or at
             log.last_at = at
             log.messages += 1
-        self._write_mark(key)
+            self.channel.mark_input(key, HumanInput(first_at=log.first_at, last_at=at, messages=log.messages))
         self.state.count_input(key, sent=1, at=at)
-
-    def _write_mark(self, key: str, *, force: bool = False) -> None:
-        with self._lock:
-            log = self._inputs.get(key)
-            if log is None or log.first_at is None:
-                return
-            now = time.monotonic()
-            if not force and log.written and now - log.written < MARK_EVERY_S:
-                return
-            log.written = now
-            mark = HumanInput(first_at=log.first_at, last_at=log.last_at, messages=log.messages)
-            self.channel.mark_input(key, mark)
 
 
 def _handler_for(server: LiveServer) -> type[BaseHTTPRequestHandler]:
@@ -294,7 +280,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _inside(root: Path, relative: str) -> Path | None:
-    """``root / relative``, or None when it would leave ``root``."""
-    base = root.resolve()
-    path = (base / relative).resolve()
-    return path if path.is_relative_to(base) and path.is_file() else None
+    """``root / relative``, or None when the path would leave ``root``. Judged on the path as written
+    (``..`` taken out), not on where symbolic links lead: a package's own links (Debian links some of
+    noVNC's vendored files to shared copies) are followed."""
+    base = os.path.normpath(root)
+    path = os.path.normpath(os.path.join(base, unquote(relative)))
+    return Path(path) if path.startswith(base + os.sep) and os.path.isfile(path) else None
