@@ -44,6 +44,7 @@ WATCHED = "os/os-notes-folder"
 TOUCHED = "os/os-rename-report"
 MAX_STEPS = 5
 ANSWER_WAIT_S = 150.0
+IMAGE_BUILD_S = 1200.0  # the desktop image is built on first use (a few minutes), by whichever run needs it first
 LOGGER = (
     "```python\nimport subprocess\n"
     # An event logger filling most of the screen, focused: what reaches the desktop's keyboard and
@@ -137,12 +138,30 @@ def _state_of(tab: Tab, key: str) -> str | None:
     return str(found) if found else None
 
 
-def _until_state(tab: Tab, key: str, text: str) -> str:
+def _until_state(tab: Tab, key: str, text: str, timeout: float = 90.0, run: Callable[[], bool] | None = None) -> str:
     def shown() -> str | None:
+        if run is not None:
+            run()  # fails at once when the run has ended
         found = _state_of(tab, key)
         return found if found == text else None
 
-    return wait_for(shown, f"{key} shown as {text!r} on the live page", timeout=90)
+    return wait_for(shown, f"{key} shown as {text!r} on the live page", timeout)
+
+
+def _until_connected(tab: Tab, what: str) -> None:
+    """Until noVNC says connected; the failure says what the page's status line said last."""
+    status = "document.body?.dataset.connected === '1' ? 'ok' : document.getElementById('connection')?.textContent"
+    said: list[str] = []
+
+    def connected() -> bool:
+        said.append(str(tab.evaluate(status)))
+        return said[-1] == "ok"
+
+    deadline = time.monotonic() + 120  # noVNC's modules load one import after another: slow on busy cores
+    while not connected():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not connect within 120 s; its status line said {said[-1]!r}", pytrace=False)
+        time.sleep(0.2)
 
 
 def _api(url: str) -> dict[str, dict[str, Any]]:
@@ -170,9 +189,12 @@ def _log_with(engine: docker.DockerClient, sandbox: str, text: str) -> str | Non
     return log if text in log else None
 
 
-def _watch(seen: Seen, gate: Gate, chromium: Chromium, url: str, engine: docker.DockerClient) -> None:
+def _watch(
+    seen: Seen, gate: Gate, chromium: Chromium, url: str, engine: docker.DockerClient, run: Callable[[], bool]
+) -> None:
     page = chromium.open(url)
-    seen.states.append(_until_state(page, WATCHED, "step 1 of 5"))
+    # The first step waits for the run's start: on a fresh machine that includes the desktop image's build.
+    seen.states.append(_until_state(page, WATCHED, "step 1 of 5", IMAGE_BUILD_S, run))
     seen.first_page = page.evaluate("({rows: document.querySelectorAll('#tasks tbody tr').length})")
     gate.give(WATCHED, LOGGER)
     seen.states.append(_until_state(page, WATCHED, "step 2 of 5"))
@@ -182,7 +204,7 @@ def _watch(seen: Seen, gate: Gate, chromium: Chromium, url: str, engine: docker.
         "the watch link",
     )
     watch = chromium.open(str(link))
-    wait_for(lambda: watch.evaluate("document.body?.dataset.connected === '1'"), "the watch view to connect")
+    _until_connected(watch, "the watch view")
     seen.canvas_before = wait_for(
         lambda: (c := watch.evaluate(CANVAS)) and c["colors"] > 1 and c, "the desktop in the canvas"
     )
@@ -209,11 +231,11 @@ def _watch(seen: Seen, gate: Gate, chromium: Chromium, url: str, engine: docker.
 
 
 def _touch(seen: Seen, gate: Gate, chromium: Chromium, url: str, engine: docker.DockerClient) -> None:
-    wait_for(lambda: (t := _api(url)[TOUCHED])["state"] == "step" and t["step"] == 2, "the touched task at step 2", 90)
+    wait_for(lambda: (t := _api(url)[TOUCHED])["state"] == "step" and t["step"] == 2, "the touched task at step 2")
     sandbox = _api(url)[TOUCHED]["sandbox"]
     wait_for(lambda: "Outer window" in _log(engine, sandbox), "the event logger on the touched desktop")
     control = chromium.open(f"{url}watch?task={quote(TOUCHED, safe='')}&control=1")
-    wait_for(lambda: control.evaluate("document.body?.dataset.connected === '1'"), "the view in control to connect")
+    _until_connected(control, "the view in control")
     control.evaluate("osworldRfb.focus(); true")
     control.key("w", "KeyW", 87)
     seen.touched_log = wait_for(lambda: _log_with(engine, sandbox, "keysym 0x77, w"), "the key on the desktop")
@@ -255,7 +277,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Seen:
             wait_for(
                 lambda: (process.poll() is None and _reachable(url)) or _ended(process, folder), "the live page", 120
             )
-            _watch(seen, gate, chromium, url, engine)
+            _watch(seen, gate, chromium, url, engine, lambda: _ended(process, folder))
             _touch(seen, gate, chromium, url, engine)
             page = chromium.tabs[0]
             process.wait(timeout=120)

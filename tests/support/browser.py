@@ -23,8 +23,9 @@ _LISTENING = re.compile(r"DevTools listening on (ws://[^\s]+)")
 T = TypeVar("T")
 
 
-def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 30.0, every: float = 0.2) -> T:
-    """Poll ``probe`` until it gives something truthy; fail saying ``what`` did not happen."""
+def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 90.0, every: float = 0.2) -> T:
+    """Poll ``probe`` until it gives something truthy; fail saying ``what`` did not happen. The default
+    bound is generous: a suite on two busy cores runs everything slower, and a ready probe returns at once."""
     deadline = time.monotonic() + timeout
     last: T | None = None
     while time.monotonic() < deadline:
