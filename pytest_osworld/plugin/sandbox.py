@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from pytest_osworld.plugin import keep
 from pytest_osworld.plugin.items import TaskItem, names_task_inputs
 from pytest_osworld.plugin.run import get_run, given_paths, runs_no_test
 from pytest_osworld.sandbox import (
@@ -186,6 +187,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not wanted:
         return
     run_id = get_run(config).run_id
+    keep.before_run_end(session, owner_of(config))  # sandboxes kept for a look: a wait, with until-exit
     try:
         # The run's shared services are not leftovers here: plugin/services.py removes them after this.
         removed = end_run(get_run(config).settings, owner_of(config))
@@ -239,4 +241,6 @@ def osworld_sandbox(
     try:
         yield sandbox
     finally:
-        sandbox.stop()
+        # A failed or masked task's sandbox may stay until the run's end (--osworld-keep-failed).
+        if not keep.keep_after_test(request.node, sandbox, owner_of(request.config)):
+            sandbox.stop()
