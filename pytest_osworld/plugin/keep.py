@@ -107,8 +107,8 @@ def keep_after_test(item: pytest.Item, sandbox: Sandbox, owner: Owner) -> bool:
             return False  # nothing to look at: its record has its last log lines
         ledger = KeepLedger(run.run_dir, owner, limit)
         entry = ledger.reserve(lambda: _mark(sandbox, key, why, run.worker_id))
-    except (OsworldError, OSError) as exc:
-        log.warning("could not keep the sandbox of %s (%s); it is removed", key, exc)
+    except Exception as exc:  # noqa: BLE001 - a sandbox that could not be kept is removed, never leaked
+        log.warning("could not keep the sandbox of %s (%s: %s); it is removed", key, type(exc).__name__, exc)
         return False
     if entry is None:
         return False
@@ -168,6 +168,7 @@ class _KeepHooks:
                 if reporter is not None:
                     reporter.ensure_newline()
                     reporter.write_line(f"osworld: kept for a look until the run ends: {value}")
+                    reporter.flush()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         kept = self.config.stash.get(_KEPT, [])
@@ -242,6 +243,7 @@ def _writer(config: pytest.Config) -> Callable[[str], None]:
     def write(line: str) -> None:
         if reporter is not None:
             reporter.write_line(line)
+            reporter.flush()  # a person reads these while the run waits (stdout may be a pipe)
 
     return write
 
