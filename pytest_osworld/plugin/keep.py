@@ -2,7 +2,8 @@
 
 - At configure time: the options are checked (``--osworld-keep-failed-until-exit`` needs N; a provider
   that cannot keep its sandboxes, such as ``vm`` or ``ray``, refuses), before any sandbox starts.
-- At a task's end (``plugin/sandbox.py``'s ``osworld_sandbox`` teardown calls :func:`keep_after_test`):
+- At a task's end (``plugin/sandbox.py``'s ``end_sandbox``, from the ``osworld_sandbox`` teardown and
+  an OSWorld-V2 item's test function, calls :func:`keep_after_test`):
   a failed or masked task whose sandbox is still alive takes a slot of the run's ledger
   (``sandbox/kept.py``), its container is renamed to say why, its record notes it under
   ``sandbox.kept``, and the process that owns the run's terminal prints where to reach it.
@@ -93,12 +94,13 @@ def why_kept(result: TaskResult | None) -> KeptWhy | None:
     return None
 
 
-def keep_after_test(item: pytest.Item, sandbox: Sandbox, owner: Owner) -> bool:
+def keep_after_test(item: pytest.Item, sandbox: Sandbox, owner: Owner, result: TaskResult | None = None) -> bool:
     """Keep ``sandbox`` of a failed or masked task when the run's budget allows; True when kept (then the
-    caller must not stop it). Never raises but for an interrupt: anything else removes it as usual."""
+    caller must not stop it). ``result``: the task's record (default: the one its report left on the
+    item). Never raises but for an interrupt: anything else removes it as usual."""
     run = get_run(item.config)
     limit = run.settings.keep_failed
-    why = why_kept(getattr(item, "osworld_result", None)) if limit else None
+    why = why_kept(result or getattr(item, "osworld_result", None)) if limit else None
     if why is None:
         return False
     key = str(getattr(item, "run_key", item.nodeid))
@@ -149,7 +151,7 @@ def _note_in_record(item: pytest.Item, key: str, entry: KeptSandbox) -> None:
     except (OSError, ValueError, OsworldError) as exc:
         log.warning("could not note in %s that its sandbox was kept: %s", path, exc)
         return
-    item.osworld_result = result  # type: ignore[attr-defined]
+    item.osworld_result = result  # type: ignore[attr-defined]  # TaskItem, V2TaskItem
 
 
 class _KeepHooks:
@@ -212,6 +214,7 @@ def _wait(config: pytest.Config, timeout: float, write: Callable[[str], None]) -
     if capman is not None:
         capman.suspend_global_capture(in_=True)  # pytest holds stdin (fd 0) on /dev/null otherwise
     begun = time.monotonic()
+    tty = False
     try:
         tty = os.isatty(0)
         if tty:
@@ -234,7 +237,8 @@ def _wait(config: pytest.Config, timeout: float, write: Callable[[str], None]) -
         if capman is not None:
             capman.resume_global_capture()
             capman.suspend_global_capture()  # as it was at the session's end: output not captured, stdin held
-    return {"enter": "Enter pressed", "timeout": f"{timeout:g} s passed", "closed": "the terminal closed"}[ended]
+    said = {"enter": "Enter pressed" if tty else "a line was read from stdin", "closed": "the terminal closed"}
+    return said.get(ended, f"{timeout:g} s passed")
 
 
 def _writer(config: pytest.Config) -> Callable[[str], None]:

@@ -23,6 +23,7 @@ import pytest
 from pytest_osworld.plugin import keep
 from pytest_osworld.plugin.items import TaskItem, names_task_inputs
 from pytest_osworld.plugin.run import get_run, given_paths, runs_no_test
+from pytest_osworld.results.record import TaskResult
 from pytest_osworld.sandbox import (
     Owner,
     Sandbox,
@@ -241,6 +242,12 @@ def osworld_sandbox(
     try:
         yield sandbox
     finally:
-        # A failed or masked task's sandbox may stay until the run's end (--osworld-keep-failed).
-        if not keep.keep_after_test(request.node, sandbox, owner_of(request.config)):
-            sandbox.stop()
+        end_sandbox(request.node, sandbox)
+
+
+def end_sandbox(item: pytest.Item, sandbox: Sandbox, result: TaskResult | None = None) -> None:
+    """Remove a test's sandbox at its end, unless it is a failed or masked task's that
+    ``--osworld-keep-failed`` keeps until the run's end (``result``: the task's record, when the caller
+    has it before the test's report)."""
+    if not keep.keep_after_test(item, sandbox, owner_of(item.config), result):
+        sandbox.stop()

@@ -25,6 +25,7 @@ from pytest_osworld.models import ModelClient
 from pytest_osworld.plugin.judge import dead_judge
 from pytest_osworld.plugin.outcomes import OutcomeError, judge
 from pytest_osworld.plugin.run import OsworldRun, get_run, given_paths
+from pytest_osworld.plugin.sandbox import end_sandbox
 from pytest_osworld.results.record import LoopRecord, ServiceRecord, TaskResult, Termination
 from pytest_osworld.results.recorder import EpisodeRecorder
 from pytest_osworld.results.store import RunStore
@@ -330,7 +331,8 @@ def osworld_v2_task(
             sandbox = osworld_sandbox_provider.start_on_network(task_key=item.run_key, network=network)
         else:
             sandbox = osworld_sandbox_provider.start(task_key=item.run_key)
-        stack.callback(sandbox.stop)
+        ended: list[TaskResult] = []  # the record, once the episode wrote it: a failed task's sandbox may be kept
+        stack.callback(lambda: end_sandbox(item, sandbox, ended[0] if ended else None))
         cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="osworld-v2-task-")))
         episode = V2Episode.build(
             entry=entry,
@@ -357,4 +359,5 @@ def osworld_v2_task(
             episode.result.services = dict(records)
             episode.context.services = access
             episode.service_check = service_check
-        judge(episode.run())
+        ended.append(episode.run())
+        judge(ended[0])
