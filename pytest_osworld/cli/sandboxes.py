@@ -16,13 +16,14 @@ from typing import Any
 from pytest_osworld.sandbox import (
     API_PORT,
     LABEL_MANAGED,
+    LABEL_POOL,
     LABEL_RUN_ID,
     LABEL_TASK,
     LABEL_WORKER,
     VNC_PORT,
     SandboxConfigError,
-    kept_reason,
     parse_hosts,
+    read_kept_name,
 )
 
 
@@ -75,11 +76,14 @@ def run(args: argparse.Namespace) -> int:
                 tags = attrs.get("Labels") or {}
                 ports = attrs.get("Ports") or []
                 api, vnc = _published(ports, API_PORT), _published(ports, VNC_PORT)
-                kept = kept_reason(str((attrs.get("Names") or [""])[0]))
+                kept = read_kept_name(str((attrs.get("Names") or [""])[0]))
+                task = tags.get(LABEL_TASK, "-")
+                if kept is not None and kept.task and LABEL_POOL in tags:
+                    task = kept.task  # started ahead by a warm pool: its labels name no task, its name does
                 print(
                     f"{host.display} run {tags.get(LABEL_RUN_ID, '?')} worker {tags.get(LABEL_WORKER, '-')} "
-                    f"{tags.get(LABEL_TASK, '-')}: {attrs.get('Status', attrs.get('State', '?'))}"
-                    f"{f', kept: {kept}' if kept else ''}"
+                    f"{task}: {attrs.get('Status', attrs.get('State', '?'))}"
+                    f"{f', kept: {kept.why}' if kept else ''}"
                     f"{f', api http://{api}' if api else ''}{f', live view vnc://{vnc}' if vnc else ''}"
                 )
                 shown += 1

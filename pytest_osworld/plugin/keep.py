@@ -120,7 +120,7 @@ def keep_after_test(item: pytest.Item, sandbox: Sandbox, owner: Owner, result: T
 
 
 def _mark(sandbox: Sandbox, key: str, why: KeptWhy, worker: str | None) -> KeptSandbox:
-    name = sandbox.mark_kept(why.mark)
+    name = sandbox.mark_kept(why.mark(key))
     return KeptSandbox(
         key=key,
         name=name,
@@ -168,7 +168,7 @@ class _KeepHooks:
             if name == KEPT_PROPERTY:
                 reporter = self.config.pluginmanager.get_plugin("terminalreporter")
                 if reporter is not None:
-                    reporter.ensure_newline()
+                    _end_progress_line(reporter)
                     reporter.write_line(f"osworld: kept for a look until the run ends: {value}")
                     reporter.flush()
 
@@ -239,6 +239,20 @@ def _wait(config: pytest.Config, timeout: float, write: Callable[[str], None]) -
             capman.suspend_global_capture()  # as it was at the session's end: output not captured, stdin held
     said = {"enter": "Enter pressed" if tty else "a line was read from stdin", "closed": "the terminal closed"}
     return said.get(ended, f"{timeout:g} s passed")
+
+
+def _end_progress_line(reporter: Any) -> None:
+    """Start a new line when the progress characters (``F.``) have begun one: xdist's progress does not
+    tell the reporter's ``ensure_newline``."""
+    reporter.ensure_newline()
+    writer: Any = getattr(reporter, "_tw", None)
+    if writer is not None and int(getattr(writer, "width_of_current_line", 0) or 0) > 0:
+        reporter.write("\n")
+
+
+def kept_count(config: pytest.Config) -> int:
+    """How many sandboxes the run kept (known to the run's owner once ``before_run_end`` ran)."""
+    return len(config.stash.get(_KEPT, []))
 
 
 def _writer(config: pytest.Config) -> Callable[[str], None]:

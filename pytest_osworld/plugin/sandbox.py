@@ -196,7 +196,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if removed:
         whose = f"workers of run {run_id}" if _is_controller(config) else f"run {run_id}"
-        _terminal_line(config, f"osworld: removed {removed} sandbox container(s) that {whose} left")
+        kept = keep.kept_count(config)
+        note = f" ({kept} of them kept for a look)" if kept else ""
+        _terminal_line(config, f"osworld: removed {removed} sandbox container(s) that {whose} left{note}")
 
 
 # --- fixtures

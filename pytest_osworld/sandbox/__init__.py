@@ -46,10 +46,11 @@ from pytest_osworld.sandbox.kept import (
     KEPT_MARK,
     KeepFailedError,
     KeepLedger,
+    KeptName,
     KeptSandbox,
     KeptWhy,
     is_kept,
-    kept_reason,
+    read_kept_name,
 )
 from pytest_osworld.sandbox.kvm import KVM_DEVICE
 from pytest_osworld.sandbox.labels import (
@@ -137,6 +138,7 @@ __all__ = [
     "EngineHost",
     "KeepFailedError",
     "KeepLedger",
+    "KeptName",
     "KeptSandbox",
     "KeptWhy",
     "Managed",
@@ -166,7 +168,6 @@ __all__ = [
     "held_interrupts",
     "host_pool",
     "is_kept",
-    "kept_reason",
     "list_managed",
     "make_provider",
     "own_identity",
@@ -174,6 +175,7 @@ __all__ = [
     "pick_host",
     "probe_image",
     "provider_class",
+    "read_kept_name",
     "redact",
     "remove_container",
     "remove_managed",

@@ -36,7 +36,13 @@ from pytest_osworld.sandbox.procs import own_identity
 
 KEPT_MARK = "--kept-"  # between a container's own name and why it was kept
 LEDGER = "kept_sandboxes.json"  # in the run folder
-_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
+TASK_CHARS = 80  # of the task's key in a kept container's name, at most
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]")
+_UNSAFE_DETAIL = re.compile(r"[^a-zA-Z0-9_.+]")  # no "-": it ends the detail in a name
+_REPEAT = re.compile(r"\.r(\d+)$")
+_MARKED = re.compile(
+    re.escape(KEPT_MARK) + r"(?:failed-score-(?P<score>[^-]+)|masked-(?P<reason>[^-]+))(?:--(?P<task>.+))?$"
+)
 
 KeptStatus = Literal["failed", "masked"]
 
@@ -57,26 +63,46 @@ class KeptWhy:
     def text(self) -> str:
         return f"failed with score {self.detail}" if self.status == "failed" else f"masked ({self.detail})"
 
-    @property
-    def mark(self) -> str:
-        """What goes after a kept container's name: ``--kept-failed-score-0``, ``--kept-masked-setup_error``."""
-        detail = _UNSAFE.sub("_", self.detail)
-        return KEPT_MARK + (f"failed-score-{detail}" if self.status == "failed" else f"masked-{detail}")
+    def mark(self, key: str) -> str:
+        """What goes after the name of a kept container of task ``key``:
+        ``--kept-failed-score-0--os.a1b2``, ``--kept-masked-setup_error--chrome.x.r2`` (a sandbox from a
+        warm pool has no task in its labels, so the name carries it too)."""
+        detail = _UNSAFE_DETAIL.sub("_", self.detail.replace("-", "m"))  # a negative score, an exponent
+        why = f"failed-score-{detail}" if self.status == "failed" else f"masked-{detail}"
+        return f"{KEPT_MARK}{why}--{_task_slug(key)}"
+
+
+def _task_slug(key: str) -> str:
+    """A task's key as container names may hold it: ``domain/id#rK`` -> ``domain.id.rK``, other characters
+    a name cannot hold as ``_``, at most :data:`TASK_CHARS` of it."""
+    return _UNSAFE.sub("_", key.replace("/", ".", 1).replace("#r", ".r"))[:TASK_CHARS]
 
 
 def is_kept(name: str) -> bool:
     return KEPT_MARK in name
 
 
-def kept_reason(name: str) -> str | None:
-    """Why the container of ``name`` was kept, as text; None for a container that was not."""
-    _, mark, slug = name.lstrip("/").partition(KEPT_MARK)
-    if not mark:
-        return None
-    for prefix, status in (("failed-score-", "failed"), ("masked-", "masked")):
-        if slug.startswith(prefix):
-            return KeptWhy(status, slug.removeprefix(prefix)).text  # type: ignore[arg-type]
-    return slug or "kept"
+@dataclass(frozen=True)
+class KeptName:
+    """What a kept container's name says: why, and its task's key as far as a name can hold it."""
+
+    why: str
+    task: str | None
+
+
+def read_kept_name(name: str) -> KeptName | None:
+    """Why the container of ``name`` was kept, and its task; None for a container that was not."""
+    found = _MARKED.search(name.lstrip("/"))
+    if found is None:
+        return KeptName("kept", None) if is_kept(name) else None
+    if found["score"] is not None:
+        why = KeptWhy("failed", found["score"].replace("m", "-")).text
+    else:
+        why = KeptWhy("masked", found["reason"]).text
+    task = found["task"]
+    if task:
+        task = _REPEAT.sub(r"#r\1", task.replace(".", "/", 1))
+    return KeptName(why, task or None)
 
 
 class KeptSandbox(BaseModel):

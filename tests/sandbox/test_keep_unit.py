@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pty
+import re
 import threading
 import time
 from pathlib import Path
@@ -17,14 +18,15 @@ from pytest_osworld.results.record import Termination
 from pytest_osworld.sandbox import (
     KEPT_MARK,
     KeepLedger,
+    KeptName,
     KeptSandbox,
     KeptWhy,
     Owner,
     is_kept,
-    kept_reason,
     own_identity,
+    read_kept_name,
 )
-from pytest_osworld.sandbox.kept import LEDGER, owner_token, wait_for_enter
+from pytest_osworld.sandbox.kept import LEDGER, TASK_CHARS, owner_token, wait_for_enter
 from tests.results.helpers import record
 
 NAME = "pytest-osworld-run-1-gw0-3-ab12"
@@ -43,25 +45,41 @@ def test_why_a_tasks_sandbox_is_kept() -> None:
 
 
 @pytest.mark.parametrize(
-    ("why", "mark", "text"),
+    ("why", "key", "mark", "text", "task"),
     [
-        (KeptWhy("failed", "0"), "--kept-failed-score-0", "failed with score 0"),
-        (KeptWhy("failed", "0.25"), "--kept-failed-score-0.25", "failed with score 0.25"),
-        (KeptWhy("masked", "sandbox_lost"), "--kept-masked-sandbox_lost", "masked (sandbox_lost)"),
+        (KeptWhy("failed", "0"), "os/a1b2", "--kept-failed-score-0--os.a1b2", "failed with score 0", "os/a1b2"),
+        (KeptWhy("failed", "0.25"), "os/x-y", "--kept-failed-score-0.25--os.x-y", "failed with score 0.25", "os/x-y"),
+        (KeptWhy("failed", "-1"), "os/t", "--kept-failed-score-m1--os.t", "failed with score -1", "os/t"),
+        (KeptWhy("failed", "1e-05"), "os/t", "--kept-failed-score-1em05--os.t", "failed with score 1e-05", "os/t"),
+        (
+            KeptWhy("masked", "sandbox_lost"),
+            "libreoffice_calc/0bf05a7d-b28b-44d2-955a-50b41e24012a#r2",
+            "--kept-masked-sandbox_lost--libreoffice_calc.0bf05a7d-b28b-44d2-955a-50b41e24012a.r2",
+            "masked (sandbox_lost)",
+            "libreoffice_calc/0bf05a7d-b28b-44d2-955a-50b41e24012a#r2",
+        ),
     ],
 )
-def test_a_kept_containers_name_says_why(why: KeptWhy, mark: str, text: str) -> None:
-    assert why.mark == mark and why.mark.startswith(KEPT_MARK)
+def test_a_kept_containers_name_says_why_and_for_which_task(
+    why: KeptWhy, key: str, mark: str, text: str, task: str
+) -> None:
+    assert why.mark(key) == mark and mark.startswith(KEPT_MARK)
     assert why.text == text
-    name = NAME + why.mark
+    name = NAME + mark
     assert is_kept(name) and not is_kept(NAME)
-    assert kept_reason(name) == kept_reason("/" + name) == text  # the engine's list puts a "/" first
-    assert kept_reason(NAME) is None
+    # The engine's list puts a "/" before a name.
+    assert read_kept_name(name) == read_kept_name("/" + name) == KeptName(text, task)
+    assert read_kept_name(NAME) is None
 
 
-def test_an_unsafe_detail_stays_a_valid_container_name() -> None:
-    mark = KeptWhy("masked", "odd reason/with:chars").mark
-    assert mark == "--kept-masked-odd_reason_with_chars"
+def test_a_task_a_name_cannot_hold_is_kept_readable_and_short() -> None:
+    mark = KeptWhy("masked", "odd reason/with:chars").mark("os/Ünïcode task " + "x" * 200)
+    assert mark.startswith("--kept-masked-odd_reason_with_chars--os._n_code_task_xxx")
+    assert len(mark) <= len("--kept-masked-odd_reason_with_chars--") + TASK_CHARS
+    assert re.fullmatch(r"[a-zA-Z0-9_.-]+", mark)
+    found = read_kept_name(NAME + mark)
+    assert found is not None and found.why == "masked (odd_reason_with_chars)"
+    assert found.task is not None and found.task.startswith("os/_n_code_task_xx")
 
 
 def entry(key: str) -> KeptSandbox:
