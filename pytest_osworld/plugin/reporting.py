@@ -337,8 +337,8 @@ class RunReporting:
             return
         try:
             write_final_page(run_dir, self.summary)
-        except (OSError, ValueError, OsworldError) as exc:
-            self.errors.append(f"could not write {run_dir / FINAL_PAGE}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the summary is written: the page must not break the run's end
+            self.errors.append(f"could not write {run_dir / FINAL_PAGE}: {type(exc).__name__}: {exc}")
 
     def _set_exit_status(self, session: pytest.Session) -> None:
         current = int(session.exitstatus)

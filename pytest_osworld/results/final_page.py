@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from pytest_osworld.fsutil import atomic_write_text
 from pytest_osworld.results.gate import pct
@@ -112,7 +112,7 @@ def _thumbnail(path: Path) -> str | None:
             image.thumbnail((THUMBNAIL_WIDTH, THUMBNAIL_WIDTH * 4))
             buffer = io.BytesIO()
             image.convert("RGB").save(buffer, format="JPEG", quality=70)
-    except (OSError, UnidentifiedImageError, ValueError):
+    except Exception:  # noqa: BLE001 - Pillow raises many kinds for a broken file (SyntaxError too): no thumbnail
         return None
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 

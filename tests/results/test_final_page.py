@@ -18,7 +18,7 @@ from pytest_osworld.results.record import StepRecord, Termination
 from pytest_osworld.results.store import RunStore
 from pytest_osworld.results.summary import summarize_run
 from pytest_osworld.results.task_page import last_screenshot, links
-from tests.results.helpers import record, write_run
+from tests.results.helpers import PNG, record, write_run
 
 LONG_ANSWER = "pyautogui.click(10, 20)  " * 40
 
@@ -176,3 +176,11 @@ def test_the_report_links_the_last_screenshot(tmp_path: Path) -> None:
     assert found["last screenshot"] == (fail_dir / "step_2.png").resolve().as_uri()
     assert found["video"] == (fail_dir / "recording.mp4").resolve().as_uri()
     assert "last screenshot" not in dict(links(store.run_dir, store.path_of("chrome/mask"), results["chrome/mask"]))
+
+
+def test_a_broken_screenshot_is_linked_without_a_thumbnail(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run-10"
+    write_run(run_dir, [record("os/a", 0.0)])
+    RunStore(run_dir).write_final_screenshot("os/a", PNG)  # a 1x1 PNG Pillow refuses (SyntaxError)
+    text = write_final_page(run_dir, summarize_run(run_dir)).read_text()
+    assert '<a href="os/a/final.png">last screenshot</a>' in text and "<img" not in text
