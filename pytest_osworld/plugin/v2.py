@@ -331,8 +331,8 @@ def osworld_v2_task(
             sandbox = osworld_sandbox_provider.start_on_network(task_key=item.run_key, network=network)
         else:
             sandbox = osworld_sandbox_provider.start(task_key=item.run_key)
-        ended: list[TaskResult] = []  # the record, once the episode wrote it: a failed task's sandbox may be kept
-        stack.callback(lambda: end_sandbox(item, sandbox, ended[0] if ended else None))
+        built: list[V2Episode] = []  # its record, once it ran, says whether a failed task's sandbox is kept
+        stack.callback(lambda: end_sandbox(item, sandbox, built[0].result if built else None))
         cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="osworld-v2-task-")))
         episode = V2Episode.build(
             entry=entry,
@@ -347,6 +347,7 @@ def osworld_v2_task(
             worker=osworld_run.worker_id,
             cache_dir=cache,
         )
+        built.append(episode)
         episode.configure(
             task=task,
             mode=mode,
@@ -359,5 +360,4 @@ def osworld_v2_task(
             episode.result.services = dict(records)
             episode.context.services = access
             episode.service_check = service_check
-        ended.append(episode.run())
-        judge(ended[0])
+        judge(episode.run())
