@@ -261,6 +261,21 @@ class Settings(BaseModel):
     vm_restore_timeout: float = Field(
         120.0, gt=0, description="vm: seconds a snapshot restore may take before the sandbox falls back to a cold boot"
     )
+    # --- sandboxes of failed tasks kept for a look (see docs/sandboxes.md)
+    keep_failed: int = Field(
+        0,
+        ge=0,
+        description="leave the sandboxes of up to N failed or masked tasks running until the run ends, "
+        "for a look (listed by pytest-osworld sandboxes; 0: none)",
+    )
+    keep_failed_until_exit: bool = Field(
+        False,
+        description="with keep_failed: at the run's end, wait for Enter (or keep_failed_timeout) before "
+        "removing the kept sandboxes",
+    )
+    keep_failed_timeout: float = Field(
+        300.0, gt=0, description="with keep_failed_until_exit: the longest wait for Enter at the run's end, seconds"
+    )
     # --- past one machine: the warm pool and the ray provider (see docs/scaling.md)
     warm_pool: int = Field(
         0,

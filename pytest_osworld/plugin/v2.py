@@ -26,6 +26,7 @@ from pytest_osworld.plugin import live
 from pytest_osworld.plugin.judge import dead_judge
 from pytest_osworld.plugin.outcomes import OutcomeError, judge
 from pytest_osworld.plugin.run import OsworldRun, get_run, given_paths
+from pytest_osworld.plugin.sandbox import end_sandbox
 from pytest_osworld.results.record import LoopRecord, ServiceRecord, TaskResult, Termination
 from pytest_osworld.results.recorder import EpisodeRecorder
 from pytest_osworld.results.store import RunStore
@@ -331,7 +332,8 @@ def osworld_v2_task(
             sandbox = osworld_sandbox_provider.start_on_network(task_key=item.run_key, network=network)
         else:
             sandbox = osworld_sandbox_provider.start(task_key=item.run_key)
-        stack.callback(sandbox.stop)
+        built: list[V2Episode] = []  # its record, once it ran, says whether a failed task's sandbox is kept
+        stack.callback(lambda: end_sandbox(item, sandbox, built[0].result if built else None))
         cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="osworld-v2-task-")))
         episode = V2Episode.build(
             entry=entry,
@@ -346,6 +348,7 @@ def osworld_v2_task(
             worker=osworld_run.worker_id,
             cache_dir=cache,
         )
+        built.append(episode)
         episode.configure(
             task=task,
             mode=mode,
