@@ -1,7 +1,8 @@
 """The run as its live page shows it, owned by the process that serves the page.
 
-Events come from the channel (each process's progress) and from the serving process's own hooks (each
-task's outcome, the bridges' input counts); every change bumps a version, and a page's stream sends the
+Events come from the channel (each process's progress, and a failed task's sandbox kept for a look by
+``--osworld-keep-failed``) and from the serving process's own hooks (each task's outcome, the bridges'
+input counts); every change bumps a version, and a page's stream sends the
 tasks changed since the version it last saw. The rates are the summary's own (``results/views.py``) over
 the tasks finished so far.
 """
@@ -50,12 +51,18 @@ class LiveTask:
     input_dropped: int = 0  # input messages the view-only bridge kept from the desktop
     input_sent: int = 0  # input messages a person sent to the desktop (live_input)
     touched_at: str | None = None
+    kept: str | None = None  # why its sandbox was kept for a look after it ended (--osworld-keep-failed)
     entry: Entry | None = None  # once finished: what the rates count
     version: int = 0
 
     @property
     def running(self) -> bool:
         return self.state in RUNNING
+
+    @property
+    def watchable(self) -> bool:
+        """Its desktop can be bridged: it runs, or its sandbox was kept after it ended (until the run's end)."""
+        return self.vnc is not None and (self.running or self.kept is not None)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,7 +74,7 @@ class LiveTask:
             "max_steps": self.max_steps,
             "worker": self.worker,
             "sandbox": self.sandbox,
-            "watchable": self.running and self.vnc is not None,
+            "watchable": self.watchable,
             "started": self.started,
             "ended": self.ended,
             "score": self.score,
@@ -81,6 +88,7 @@ class LiveTask:
             "input_dropped": self.input_dropped,
             "input_sent": self.input_sent,
             "touched_at": self.touched_at,
+            "kept": self.kept,
         }
 
 
@@ -144,6 +152,9 @@ class LiveState:
                 task.shot += 1
             if task.entry is None:  # once finished, the record's usage stands
                 task.usage = task.usage.add(Usage.model_validate(event.get("usage") or {}))
+        elif kind == "kept":  # after the task ended: its sandbox stays, renamed to say why
+            task.kept = str(event.get("why") or "kept")
+            task.sandbox = event.get("sandbox") or task.sandbox
 
     def finish(self, key: str, info: dict[str, Any], record: TaskResult | None) -> None:
         """A task's outcome, as its report carries it (``info``) and its record says."""
@@ -193,10 +204,10 @@ class LiveState:
     # --- reading ------------------------------------------------------------------------------
 
     def vnc_of(self, key: str) -> str | None:
-        """The VNC address of a running task's sandbox, or None."""
+        """The VNC address of a running task's sandbox or of a kept one, or None."""
         with self._changed:
             task = self._tasks.get(key)
-            return task.vnc if task is not None and task.running else None
+            return task.vnc if task is not None and task.watchable else None
 
     def wait(self, version: int, timeout: float) -> int:
         """Until the state is newer than ``version`` (or the timeout); returns the current version."""
@@ -215,6 +226,7 @@ class LiveState:
         counts = {"total": len(tasks), "queued": 0, "running": 0, "passed": 0, "failed": 0, "masked": 0, "skipped": 0}
         for task in tasks:
             counts["running" if task.running else task.state if task.state in counts else "queued"] += 1
+        counts["kept"] = sum(1 for task in tasks if task.kept is not None)
         entries = [t.entry for t in tasks if t.entry is not None]
         usage = Usage()
         for task in tasks:

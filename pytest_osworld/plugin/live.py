@@ -4,7 +4,9 @@ The process that owns the run (the xdist controller, or the plain pytest process
 channel folder (``live/channel.py``), serves the page (``live/server.py``) and keeps the state
 (``live/state.py``): a thread tails the events every process publishes, and this process's own report
 hook adds each task's outcome. Each process that runs tasks publishes: the selection (the first
-worker), each task's start, and through :func:`attach` the episode's sandbox, phases and steps.
+worker), each task's start, through :func:`attach` the episode's sandbox, phases and steps, and after
+its teardown a failed task's sandbox that ``--osworld-keep-failed`` kept (its watch link stays until
+the run's end).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,6 +171,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     live, key = _live(item.config), _task_key(item)
     if live is not None and live.publisher is not None and key is not None:
         live.publisher.publish("begin", key=key, name=item.name, at=time.time())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    try:
+        return (yield)
+    finally:
+        _publish_kept(item)
+
+
+def _publish_kept(item: pytest.Item) -> None:
+    """A task whose sandbox ``--osworld-keep-failed`` kept (its record says so once its fixtures are
+    torn down, plugin/keep.py): the page lists it with why, and its desktop stays watchable."""
+    live, key = _live(item.config), _task_key(item)
+    if live is None or live.publisher is None or key is None:
+        return
+    result = getattr(item, "osworld_result", None)
+    kept = result.sandbox.get("kept") if isinstance(result, TaskResult) else None
+    if isinstance(kept, dict):
+        live.publisher.publish("kept", key=key, sandbox=kept.get("name"), why=kept.get("why"))
 
 
 @pytest.hookimpl(trylast=True)

@@ -100,6 +100,7 @@ def test_the_rates_are_the_summarys_views_over_the_finished_tasks() -> None:
         "failed": 1,
         "masked": 2,
         "skipped": 2,
+        "kept": 0,
     }
 
 
@@ -111,3 +112,25 @@ def test_input_through_the_watch_view_is_counted_on_the_task() -> None:
     task = tasks_of(state)["os/a"]
     assert (task["input_dropped"], task["input_sent"], task["touched_at"]) == (2, 2, "2026-01-01T00:00:00.000+00:00")
     assert state.snapshot()["run"]["input_allowed"] is True
+
+
+def test_a_kept_sandbox_stays_watchable_with_why_after_its_task_ended() -> None:
+    state = LiveState(run_id="r")
+    state.apply({"kind": "selected", "tasks": [{"key": "os/a"}, {"key": "os/b"}]})
+    for key, port in (("os/a", 5901), ("os/b", 5902)):
+        state.apply({"kind": "sandbox", "key": key, "sandbox": f"osworld-{key[-1]}", "vnc": f"127.0.0.1:{port}"})
+        state.finish(key, {"status": "failed", "termination": "done", "score": 0.0}, record(key, Termination.DONE, 0.0))
+    kept = "osworld-a--kept-failed-score-0--os.a"
+    state.apply({"kind": "kept", "key": "os/a", "sandbox": kept, "why": "failed with score 0"})
+    tasks = tasks_of(state)
+    assert (tasks["os/a"]["kept"], tasks["os/a"]["sandbox"], tasks["os/a"]["watchable"]) == (
+        "failed with score 0",
+        kept,
+        True,
+    )
+    assert tasks["os/a"]["state"] == "failed"  # kept is a note: the outcome stands
+    assert (tasks["os/b"]["kept"], tasks["os/b"]["watchable"]) == (None, False)
+    assert state.vnc_of("os/a") == "127.0.0.1:5901" and state.vnc_of("os/b") is None
+    assert state.snapshot()["run"]["counts"]["kept"] == 1
+    state.end()
+    assert state.vnc_of("os/a") == "127.0.0.1:5901"  # until the run removes it (the server stops after that)

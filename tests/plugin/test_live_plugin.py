@@ -78,6 +78,7 @@ def _check(seen: dict[str, Any]) -> None:
         "failed": 0,
         "masked": 0,
         "skipped": 3,
+        "kept": 0,
     }
     assert run["views"]["all"]["episodes"] == 0 and run["views"]["all"]["skipped"] == 3
     assert '<script src="/static/live.js"></script>' in seen["page"]

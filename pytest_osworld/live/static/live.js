@@ -98,6 +98,12 @@ function renderTask(t) {
     link.textContent = "watch";
     watch.appendChild(link);
   }
+  if (t.kept) {
+    const note = document.createElement("div");
+    note.className = "kept";
+    note.textContent = `sandbox kept for a look (${t.kept}) until the run ends`;
+    watch.appendChild(note);
+  }
   if (t.input_sent > 0) {
     const note = document.createElement("div");
     note.className = "touched";
@@ -115,7 +121,8 @@ function renderRun() {
   const c = run.counts;
   $("counts").textContent =
     `${c.total} selected: ${c.queued} queued, ${c.running} running, ${c.passed} passed, ` +
-    `${c.failed} failed, ${c.masked} masked, ${c.skipped} skipped`;
+    `${c.failed} failed, ${c.masked} masked, ${c.skipped} skipped` +
+    (c.kept ? `; ${c.kept} sandbox${c.kept === 1 ? "" : "es"} kept for a look` : "");
   const all = run.views.all;
   const valid = run.views.valid;
   $("success-rate").textContent = `${percent(all.success_rate)} (${all.successes}/${all.episodes})`;

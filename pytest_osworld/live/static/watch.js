@@ -12,23 +12,31 @@ document.title = `watch ${key}`;
 const state = await fetch("/api/state").then((r) => r.json());
 const inputAllowed = Boolean(state.run.input_allowed);
 const control = wantsControl && inputAllowed;
+const task = state.tasks.find((t) => t.key === key);
+// A kept sandbox's task has ended: its score stands, whatever a person does to its desktop now.
+const kept = Boolean(task && task.kept);
 
 function showTask(t) {
   if (!t) return;
   const where = t.state === "step" ? `step ${t.step} of ${t.max_steps ?? "?"}` : t.state;
-  $("task-state").textContent = `${where}${t.sandbox ? ` on ${t.sandbox}` : ""}`;
+  const why = t.kept ? ` (sandbox kept: ${t.kept})` : "";
+  $("task-state").textContent = `${where}${t.sandbox ? ` on ${t.sandbox}` : ""}${why}`;
 }
-showTask(state.tasks.find((t) => t.key === key));
+showTask(task);
 
 if (control) {
-  $("mode").innerHTML = '<span class="warn">control: your keys and mouse reach the desktop, and this task will be masked human_interference</span>';
+  const voids = kept ? "its task has ended, its score stands" : "this task will be masked human_interference";
+  $("mode").innerHTML = `<span class="warn">control: your keys and mouse reach the desktop, and ${voids}</span>`;
 } else {
   $("mode").textContent = inputAllowed ? "view only" : "view only (this run does not allow input)";
   if (inputAllowed) {
     const button = $("take-control");
     button.hidden = false;
     button.addEventListener("click", () => {
-      if (confirm("Any key or mouse input you send voids this task's score (it is masked human_interference). Take control?")) {
+      const voids = kept
+        ? "This task has ended: its score stands, and its kept desktop is removed at the run's end."
+        : "Any key or mouse input you send voids this task's score (it is masked human_interference).";
+      if (confirm(`${voids} Take control?`)) {
         params.set("control", "1");
         location.search = params.toString();
       }
