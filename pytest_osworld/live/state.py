@@ -98,6 +98,7 @@ class LiveState:
         self.input_allowed = input_allowed
         self.started = time.time()
         self.ended: float | None = None
+        self.final_page: str | None = None  # where the run's final state was saved, once it ended
         self.version = 0
         self._tasks: dict[str, LiveTask] = {}
         self._changed = threading.Condition()
@@ -195,9 +196,11 @@ class LiveState:
             self._touch(task)
             self._done()
 
-    def end(self) -> None:
+    def end(self, final_page: str | None = None) -> None:
+        """The run ended; ``final_page``: where its final state was saved as a static page."""
         with self._changed:
             self.ended = time.time()
+            self.final_page = final_page
             self.version += 1
             self._done()
 
@@ -235,6 +238,7 @@ class LiveState:
             "run_id": self.run_id,
             "started": self.started,
             "ended": self.ended,
+            "final_page": self.final_page,
             "input_allowed": self.input_allowed,
             "counts": counts,
             "views": {view: figures(entries, view).to_json() for view in VIEWS},

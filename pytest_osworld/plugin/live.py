@@ -6,7 +6,8 @@ channel folder (``live/channel.py``), serves the page (``live/server.py``) and k
 hook adds each task's outcome. Each process that runs tasks publishes: the selection (the first
 worker), each task's start, through :func:`attach` the episode's sandbox, phases and steps, and after
 its teardown a failed task's sandbox that ``--osworld-keep-failed`` kept (its watch link stays until
-the run's end).
+the run's end). At the end the page names the run's final page, ``live.html``, which
+``results/final_page.py`` writes from the records, with or without this page.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pytest_osworld.live.server import LiveServer, LiveServerError
 from pytest_osworld.live.state import ANSWER_CHARS, LiveState
 from pytest_osworld.plugin.outcomes import report_info
 from pytest_osworld.plugin.run import get_run
+from pytest_osworld.results.final_page import FINAL_PAGE
 from pytest_osworld.results.record import HumanInput, TaskResult, Usage
 from pytest_osworld.results.store import RESULT_JSON, RunStore
 from pytest_osworld.sandbox import VNC_PORT
@@ -193,7 +195,9 @@ def _publish_kept(item: pytest.Item) -> None:
         live.publisher.publish("kept", key=key, sandbox=kept.get("name"), why=kept.get("why"))
 
 
-@pytest.hookimpl(trylast=True)
+# Not trylast: plugin/results.py (registered after this module, so called before it) has written the
+# final page, and plugin/sandbox.py's trylast end, which may wait for Enter over the kept sandboxes,
+# comes after: the page says the run ended while their watch links still work.
 def pytest_sessionfinish(session: pytest.Session) -> None:
     live = _live(session.config)
     if live is None or live.state is None:
@@ -202,7 +206,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if live.tail is not None:
         live.tail.join(timeout=5)
     live.drain()
-    live.state.end()
+    page = live.run_dir / FINAL_PAGE if live.run_dir is not None else None
+    live.state.end(final_page=str(page) if page is not None and page.is_file() else None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -8,8 +8,10 @@ video when one was recorded; the run's counts, both rates with their denominator
 and the cost. Nothing is loaded from elsewhere: the page opens from the folder, or anywhere as one file
 (only the links to the full screenshots and videos need the folder beside it).
 
-The live page of a run shows the same while the run lasts; this is its last state, readable without a
-server. Every text here comes from sanitized records or is sanitized again.
+The live page of a run (``--osworld-live``) shows the same while the run lasts; this is its last state,
+readable without a server, and the one writer of ``live.html`` whether the live page was on or not
+(the live page names this file at the end). Every text here comes from sanitized records or is
+sanitized again.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from urllib.parse import quote
 from PIL import Image
 
 from pytest_osworld.fsutil import atomic_write_text
+from pytest_osworld.live.state import ANSWER_CHARS  # the answer cut as the live page cuts it
 from pytest_osworld.results.gate import pct
 from pytest_osworld.results.record import TaskResult
 from pytest_osworld.results.sanitize import sanitize
@@ -36,7 +39,6 @@ from pytest_osworld.results.views import mask_reason, status_of
 
 FINAL_PAGE = "live.html"
 THUMBNAIL_WIDTH = 320
-ANSWER_CHARS = 300
 
 
 @dataclass(frozen=True)

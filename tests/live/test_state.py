@@ -132,5 +132,6 @@ def test_a_kept_sandbox_stays_watchable_with_why_after_its_task_ended() -> None:
     assert (tasks["os/b"]["kept"], tasks["os/b"]["watchable"]) == (None, False)
     assert state.vnc_of("os/a") == "127.0.0.1:5901" and state.vnc_of("os/b") is None
     assert state.snapshot()["run"]["counts"]["kept"] == 1
-    state.end()
+    state.end(final_page="/runs/r/live.html")
     assert state.vnc_of("os/a") == "127.0.0.1:5901"  # until the run removes it (the server stops after that)
+    assert state.snapshot()["run"]["final_page"] == "/runs/r/live.html"

@@ -13,7 +13,8 @@ from urllib.parse import unquote
 import pytest
 from PIL import Image
 
-from pytest_osworld.results.final_page import ANSWER_CHARS, FINAL_PAGE, THUMBNAIL_WIDTH, write_final_page
+from pytest_osworld.live.state import ANSWER_CHARS  # the final page cuts answers as the live page does
+from pytest_osworld.results.final_page import FINAL_PAGE, THUMBNAIL_WIDTH, write_final_page
 from pytest_osworld.results.record import StepRecord, Termination
 from pytest_osworld.results.store import RunStore
 from pytest_osworld.results.summary import summarize_run

@@ -131,6 +131,7 @@ function renderRun() {
   const u = run.usage;
   $("cost").textContent =
     (u.cost == null ? "no prices set" : u.cost.toFixed(4)) + ` (${u.prompt_tokens} + ${u.completion_tokens} tokens)`;
+  $("final-page").textContent = run.final_page ? `The run's final state is saved as ${run.final_page}.` : "";
   tick();
 }
 
