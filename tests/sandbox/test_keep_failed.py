@@ -1,11 +1,12 @@
 """``--osworld-keep-failed 1`` over the null control, in real runs of the bundled quick os-* tasks.
 
-One run (two xdist workers, a warm pool, stdin a real terminal: a pty) is watched from a thread that
-polls the engine for the run's containers: after the first failure exactly one sandbox of the run is
-kept running, never two, `pytest-osworld sandboxes` lists it with its task and why, the run's end waits
-for Enter, and once Enter is pressed no container of the run is left. Its reports link each task's last
-screenshot and the run folder holds the final page. A second run is stopped with Ctrl-C once it keeps
-a sandbox: nothing of it is left either.
+One run (two xdist workers, a warm pool, stdin a real terminal: a pty, the live page on) is watched from
+a thread that polls the engine for the run's containers: after the first failure exactly one sandbox of
+the run is kept running, never two, `pytest-osworld sandboxes` lists it with its task and why, the run's
+end waits for Enter (meanwhile the live page lists the kept sandbox with its task and why, its desktop
+still watchable, and names the final page), and once Enter is pressed no container of the run is left.
+Its reports link each task's last screenshot and the run folder holds the final page. A second run is
+stopped with Ctrl-C once it keeps a sandbox: nothing of it is left either.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import httpx
 import pytest
 
 from pytest_osworld.sandbox import KEPT_MARK, LABEL_MANAGED, LABEL_RUN_ID, LABEL_TASK, KeptWhy
@@ -38,6 +41,7 @@ TASKS = REPO / "tasks" / "examples.jsonl"
 QUICK = "os-notes-folder or os-make-executable or os-refresh-rate"
 QUICK_KEYS = {"os/os-notes-folder", "os/os-make-executable", "os/os-refresh-rate"}
 PROMPT = "osworld: press Enter to remove them"
+LIVE_HEADER = re.compile(r"osworld: live page at (http://127\.0\.0\.1:\d+/)")
 
 
 @dataclass
@@ -149,6 +153,7 @@ class KeptRun:
     output: str
     seen: Watch
     at_prompt: list[str]  # the run's running containers while the run's end waited for Enter
+    live_at_prompt: dict[str, Any]  # the live page's state (/api/state) while the run's end waited for Enter
     enter_at: float | None  # when Enter was pressed (monotonic)
     seconds: float
     after: list[str]  # the run's containers (any state) once it ended
@@ -171,6 +176,8 @@ def kept_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeptRun]:
         "--osworld-keep-failed-until-exit",
         "--osworld-keep-failed-timeout",
         "120",
+        "--osworld-live",
+        "0",
         "-v",
         "--html",
         str(project / "report.html"),
@@ -184,10 +191,14 @@ def kept_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeptRun]:
     watcher = threading.Thread(target=watch, args=(engine, run_id, process, seen), daemon=True)
     watcher.start()
     at_prompt: list[str] = []
+    live_at_prompt: dict[str, Any] = {}
     enter_at: float | None = None
     try:
         if output.wait_for(PROMPT, process, 240):
             at_prompt = [str((c.attrs.get("Names") or ["?"])[0]).lstrip("/") for c in running(engine, run_id)]
+            page = LIVE_HEADER.search(output.text)
+            if page is not None:  # the page serves until the run's process ends, after this wait
+                live_at_prompt = httpx.get(page[1] + "api/state", trust_env=False, timeout=30).json()
             enter_at = time.monotonic()
             os.write(master, b"\n")  # Enter, on the run's terminal
         process.wait(timeout=120)
@@ -204,6 +215,7 @@ def kept_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeptRun]:
         output=output.done(),
         seen=seen,
         at_prompt=at_prompt,
+        live_at_prompt=live_at_prompt,
         enter_at=enter_at,
         seconds=time.monotonic() - begun,
         after=support.run_containers(engine, run_id),
@@ -241,6 +253,25 @@ def test_the_sandboxes_command_lists_it_with_its_task(kept_run: KeptRun) -> None
     assert "api http://127.0.0.1:" in line and "live view vnc://127.0.0.1:" in line
     record = json.loads((kept_run.run_dir / key / "result.json").read_text())
     assert record["sandbox"]["kept"]["why"] == "failed with score 0"
+
+
+def test_the_live_page_lists_it_with_its_task_and_why(kept_run: KeptRun) -> None:
+    state = kept_run.live_at_prompt
+    assert state, kept_run.output
+    tasks = {t["key"]: t for t in state["tasks"]}
+    assert set(tasks) == QUICK_KEYS
+    kept = [t for t in tasks.values() if t["kept"] is not None]
+    assert len(kept) == 1, tasks
+    [task] = kept
+    assert task["kept"] == "failed with score 0" and task["state"] == "failed"
+    assert KEPT_MARK + "failed-score-0" in task["sandbox"] and task["sandbox"] in kept_run.at_prompt
+    assert task["watchable"] is True  # its desktop is still there while the run's end waits
+    assert all(not t["watchable"] for t in tasks.values() if t is not task)
+    run = state["run"]
+    assert run["counts"]["kept"] == 1 and run["counts"]["failed"] == 3
+    # The run's end had come: the page names the final page, written from the records beside it.
+    assert run["ended"] is not None
+    assert Path(run["final_page"]).resolve() == (kept_run.run_dir / "live.html").resolve()
 
 
 def test_the_terminal_says_what_was_kept_and_where(kept_run: KeptRun) -> None:
