@@ -3,9 +3,10 @@
 For each container with the project's labels: its run, worker and task, its age, and the host-side
 addresses of its guest API and of its VNC server (guest port 8006), to open in any VNC viewer
 while the episode runs; a sandbox kept after its task (``--osworld-keep-failed``) says why it was
-kept. On an ``ssh://`` host the addresses are on that host's loopback: forward the port first (``ssh -L PORT:127.0.0.1:PORT host``). With ``--ray-address``, the sandboxes of the
-runs on a Ray cluster, asked of each node's agent: the addresses are the agents' forwarders on the
-nodes, which let through only the machine of the driver that claimed the sandbox.
+kept. On an ``ssh://`` host the addresses are on that host's loopback: forward the port first
+(``ssh -L PORT:127.0.0.1:PORT host``). With ``--ray-address``, the sandboxes of the runs on a Ray
+cluster, asked of each node's agent: the addresses are the agents' forwarders on the nodes, which let
+through only the machine of the driver that claimed the sandbox.
 """
 
 from __future__ import annotations
