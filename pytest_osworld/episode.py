@@ -479,14 +479,8 @@ class Episode:
         if self.service_check is None:
             return
         problem = self.service_check()
-        if problem is None:
-            return
-        result = self.result
-        ended = f"; the episode had ended {result.termination.value}" + (
-            f": {result.message}" if result.message else ""
-        )
-        result.termination, result.score, result.metric_scores = Termination.SERVICE_ERROR, None, []
-        result.message = problem + ended
+        if problem is not None:
+            self._void(Termination.SERVICE_ERROR, problem)
 
     def _check_human_input(self) -> None:
         """A person who sent input to the desktop (the live page's watch view, with ``live_input``) voids
@@ -494,16 +488,21 @@ class Episode:
         touched = self.observer.human_input()
         if touched is None:
             return
+        self.result.human_input = touched
+        self._void(
+            Termination.HUMAN_INTERFERENCE,
+            f"a person sent {touched.messages} input message(s) to the desktop through the {touched.via}, "
+            f"first at {touched.first_at}",
+        )
+
+    def _void(self, termination: Termination, why: str) -> None:
+        """Mask an ended episode: no score (nor a zero); its message says ``why``, then how it had ended."""
         result = self.result
         ended = f"; the episode had ended {result.termination.value}" + (
             f": {result.message}" if result.message else ""
         )
-        result.termination, result.score, result.metric_scores = Termination.HUMAN_INTERFERENCE, None, []
-        result.human_input = touched
-        result.message = (
-            f"a person sent {touched.messages} input message(s) to the desktop through the {touched.via}, "
-            f"first at {touched.first_at}" + ended
-        )
+        result.termination, result.score, result.metric_scores = termination, None, []
+        result.message = why + ended
 
     def _read_restarts(self) -> None:
         """Which supervised processes of the guest restarted (an agent's action may have killed them):
