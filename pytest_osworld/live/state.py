@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_osworld.results.record import TaskResult, Usage
+from pytest_osworld.results.summary import usage_totals
 from pytest_osworld.results.views import GDRIVE_MARKER, VIEWS, Entry, Status, figures, skip_kind, status_of
 
 ANSWER_CHARS = 600  # of the model's last answer on the page
@@ -231,9 +232,6 @@ class LiveState:
             counts["running" if task.running else task.state if task.state in counts else "queued"] += 1
         counts["kept"] = sum(1 for task in tasks if task.kept is not None)
         entries = [t.entry for t in tasks if t.entry is not None]
-        usage = Usage()
-        for task in tasks:
-            usage = usage.add(task.usage)
         return {
             "run_id": self.run_id,
             "started": self.started,
@@ -242,9 +240,5 @@ class LiveState:
             "input_allowed": self.input_allowed,
             "counts": counts,
             "views": {view: figures(entries, view).to_json() for view in VIEWS},
-            "usage": {
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "cost": round(usage.cost, 6) if usage.cost is not None else None,
-            },
+            "usage": usage_totals(t.usage for t in tasks),
         }
