@@ -262,14 +262,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Seen:
         args = [sys.executable, "-m", "pytest", str(BUNDLED), "-p", "no:cacheprovider", "-v", "-n", "2"]
         args += ["-k", f"{WATCHED.split('/')[1]} or {TOUCHED.split('/')[1]}", f"--basetemp={folder / 'basetemp'}"]
         args += ["--osworld-report-dir", str(reports), "--osworld-run-id", run_id, "--osworld-max-steps", "5"]
-        args += [
-            "--osworld-agent",
-            "pyautogui",
-            "--osworld-model-url",
-            server.openai_url,
-            "--osworld-model",
-            "scripted",
-        ]
+        args += server.agent_args()
         args += ["--osworld-live", str(port), "--osworld-live-input"]
         output = (folder / "run.log").open("w")
         process = subprocess.Popen(args, cwd=folder, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
