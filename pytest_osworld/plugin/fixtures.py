@@ -17,6 +17,7 @@ from pytest_osworld.agents import Runner, RunnerContext, RunnerUnavailable, make
 from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.episode import Episode
 from pytest_osworld.models import ModelClient
+from pytest_osworld.plugin import live
 from pytest_osworld.plugin.items import TaskItem
 from pytest_osworld.plugin.outcomes import end_test
 from pytest_osworld.plugin.run import OsworldRun, get_run
@@ -138,4 +139,5 @@ def osworld_episode(
             episode.result.services = dict(osworld_task_services.records)
             episode.context.services = dict(osworld_task_services.access)
             episode.service_check = osworld_task_services.problem
+        live.attach(request.config, _task_item(request, "osworld_episode").run_key, episode)  # --osworld-live
         yield episode

@@ -22,9 +22,11 @@ import pytest
 from pytest_osworld.agents import RunnerContext, RunnerUnavailable, make_runner
 from pytest_osworld.errors import OsworldError, TaskInputErrors
 from pytest_osworld.models import ModelClient
+from pytest_osworld.plugin import live
 from pytest_osworld.plugin.judge import dead_judge
 from pytest_osworld.plugin.outcomes import OutcomeError, end_test
 from pytest_osworld.plugin.run import OsworldRun, get_run, given_paths
+from pytest_osworld.plugin.sandbox import end_sandbox
 from pytest_osworld.record import LoopRecord, ServiceRecord, TaskResult, Termination
 from pytest_osworld.results.recorder import EpisodeRecorder
 from pytest_osworld.results.store import RunStore
@@ -332,7 +334,8 @@ def osworld_v2_task(
             sandbox = osworld_sandbox_provider.start_on_network(task_key=item.run_key, network=network)
         else:
             sandbox = osworld_sandbox_provider.start(task_key=item.run_key)
-        stack.callback(sandbox.stop)
+        built: list[V2Episode] = []  # its record, once it ran, says whether a failed task's sandbox is kept
+        stack.callback(lambda: end_sandbox(item, sandbox, built[0].result if built else None))
         cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="osworld-v2-task-")))
         episode = V2Episode.build(
             entry=entry,
@@ -347,6 +350,7 @@ def osworld_v2_task(
             worker=osworld_run.worker_id,
             cache_dir=cache,
         )
+        built.append(episode)
         episode.configure(
             task=task,
             mode=mode,
@@ -359,4 +363,5 @@ def osworld_v2_task(
             episode.result.services = dict(records)
             episode.context.services = access
             episode.service_check = service_check
+        live.attach(request.config, item.run_key, episode)  # --osworld-live
         end_test(episode.run())

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from pytest_osworld.settings.address import LiveAddress
 from pytest_osworld.tasks.shard import Shard
 from pytest_osworld.units import ByteCount
 
@@ -245,7 +246,7 @@ class LoopGroup(_Group):
 
 class SandboxGroup(_Group):
     title: ClassVar[str] = (
-        "where episodes run: the sandbox profile, environment hosts, the guest's screen and password, limits, the warm pool, Ray"
+        "where episodes run: the sandbox profile, environment hosts, the guest's screen and password, limits, sandboxes kept after a failed task, the warm pool, Ray"
     )
     name: str = Field(
         "desktop", description="sandbox profile name: desktop, osworld-vm, vm or a profile's own", alias="sandbox"
@@ -293,6 +294,20 @@ class SandboxGroup(_Group):
         gt=0,
         description="seconds after which a sandbox counts as left over even if its run looks alive",
         alias="sandbox_leftover_age",
+    )
+    keep_failed: int = Field(
+        0,
+        ge=0,
+        description="leave the sandboxes of up to N failed or masked tasks running until the run ends, "
+        "for a look (listed by pytest-osworld sandboxes; 0: none)",
+    )
+    keep_failed_until_exit: bool = Field(
+        False,
+        description="with keep_failed: at the run's end, wait for Enter (or keep_failed_timeout) before "
+        "removing the kept sandboxes",
+    )
+    keep_failed_timeout: float = Field(
+        300.0, gt=0, description="with keep_failed_until_exit: the longest wait for Enter at the run's end, seconds"
     )
     warm_pool: int = Field(
         0,
@@ -443,7 +458,9 @@ class ServicesGroup(_Group):
 
 
 class ReportsGroup(_Group):
-    title: ClassVar[str] = "the run's folder, resuming an earlier run, and what is kept of each episode"
+    title: ClassVar[str] = (
+        "the run's folder, resuming an earlier run, what is kept of each episode, and the live page of the run"
+    )
     run_id: str | None = Field(
         None, description="name of this run's folder under the report dir (default: a timestamp)"
     )
@@ -452,6 +469,24 @@ class ReportsGroup(_Group):
     keep_screenshots: bool = Field(True, description="keep each step's screenshot")
     keep_model_io: bool = Field(False, description="keep the full model requests and answers")
     keep_video: bool = Field(False, description="record a video of each episode")
+    live: LiveAddress | None = Field(
+        None,
+        description="serve a live page of the run at [HOST:]PORT while it lasts (a bare port listens on "
+        "127.0.0.1 only; 0 picks a free port)",
+    )
+    live_input: bool = Field(
+        False,
+        description="the live page's watch view may send keys and mouse to a task's desktop when asked to "
+        "(a task a person touched is masked human_interference)",
+    )
+    live_novnc: Path | None = Field(
+        None, description="the folder of noVNC's files for the watch view (default: /usr/share/novnc, Debian's novnc)"
+    )
+
+    @field_validator("live", mode="before")
+    @classmethod
+    def _parse_live(cls, value: Any) -> Any:
+        return LiveAddress.parse(str(value)) if isinstance(value, str | int) and not isinstance(value, bool) else value
 
 
 class GateGroup(_Group):
