@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import secrets
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,18 +29,21 @@ _FIRST_POLL = 0.02
 _MAX_POLL = 0.25
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = Path(base) / "pytest-osworld"
+def locks_root() -> Path:
+    """The folder of the machine's locks: the temporary folder's ``pytest-osworld-<uid>/locks``.
+
+    Not under ``HOME``: processes of one machine that see different homes (pytest's ``pytester`` runs
+    set their own, so do containers and CI jobs) must still take turns on one engine's image build.
+    """
+    path = Path(tempfile.gettempdir()) / f"pytest-osworld-{os.getuid()}" / "locks"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 @contextlib.contextmanager
 def file_lock(name: str, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """Hold ``<cache>/pytest-osworld/locks/<name>.lock``; ``on_wait`` runs if another holds it."""
-    path = cache_dir() / "locks" / f"{name}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Hold ``<locks_root>/<name>.lock``; ``on_wait`` runs if another holds it."""
+    path = locks_root() / f"{name}.lock"
     with open(path, "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -63,7 +67,7 @@ def engine_lock(engine: str, what: str) -> contextlib.AbstractContextManager[Non
 def lock_dir(run_id: str) -> Path:
     """Where a run's service locks live: one folder per run, removed when the run ends."""
     digest = hashlib.sha256(run_id.encode()).hexdigest()[:16]
-    path = cache_dir() / "locks" / f"services-{digest}"
+    path = locks_root() / f"services-{digest}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

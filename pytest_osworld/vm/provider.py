@@ -194,9 +194,7 @@ class VmProvider(SandboxProvider):
                 "Ubuntu.qcow2 report with --sandbox osworld-vm, whose contents are declared",
             )
         # The project's own desktop image, whatever sandbox_profiles.desktop says: the VM is built from it.
-        desktop = settings.model_copy(
-            update={"sandbox": "desktop", "sandbox_profiles": {**settings.sandbox.profiles, "desktop": {}}}
-        )
+        desktop = settings.replace(sandbox="desktop", sandbox_profiles={**settings.sandbox.profiles, "desktop": {}})
         found = provider_class("desktop", desktop).provides(desktop, build=build, progress=progress)
         return dataclasses.replace(found, sandbox=PROFILE, source=f"{found.source} (the VM boots its filesystem)")
 
