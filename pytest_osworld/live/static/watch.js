@@ -9,7 +9,23 @@ const $ = (id) => document.getElementById(id);
 $("task").textContent = key;
 document.title = `watch ${key}`;
 
-const state = await fetch("/api/state").then((r) => r.json());
+// The run's state, asked again when an answer does not come within a few seconds (a busy machine).
+async function runState() {
+  for (let attempt = 1; ; attempt += 1) {
+    $("connection").textContent = attempt > 1 ? `loading the run's state (attempt ${attempt})` : "loading the run's state";
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), 5000);
+    try {
+      return await fetch("/api/state", { signal: abort.signal, cache: "no-store" }).then((r) => r.json());
+    } catch {
+      await new Promise((done) => setTimeout(done, 1000));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+const state = await runState();
+$("connection").textContent = "connecting";
 const inputAllowed = Boolean(state.run.input_allowed);
 const control = wantsControl && inputAllowed;
 const task = state.tasks.find((t) => t.key === key);
@@ -46,21 +62,51 @@ if (control) {
 
 const scheme = location.protocol === "https:" ? "wss" : "ws";
 const url = `${scheme}://${location.host}/vnc?task=${encodeURIComponent(key)}${control ? "&control=1" : ""}`;
-const rfb = new RFB($("screen"), url, { shared: true });
-rfb.viewOnly = !control;
-rfb.scaleViewport = true;
-rfb.addEventListener("connect", () => {
-  $("connection").textContent = "connected";
-  document.body.dataset.connected = "1";
-});
-rfb.addEventListener("disconnect", (e) => {
-  $("connection").textContent = e.detail.clean ? "disconnected" : "connection lost";
-  document.body.dataset.connected = "0";
-});
-window.osworldRfb = rfb; // for tools and tests that drive the page
+// While the task runs (or its sandbox is kept), a view that drops or never finishes its handshake
+// connects again: the desktop's VNC server is supervised and comes back when something kills it.
+const RUNNING = new Set(["starting", "setup", "step", "evaluating"]);
+const STALL_MS = 20000;
+const RETRY_MS = 2000;
+let current = task;
+let attempts = 0;
+const watchable = () => Boolean(current && (RUNNING.has(current.state) || current.kept));
+
+function connect() {
+  attempts += 1;
+  const rfb = new RFB($("screen"), url, { shared: true });
+  rfb.viewOnly = !control;
+  rfb.scaleViewport = true;
+  let stalled = false;
+  const stall = setTimeout(() => {
+    stalled = true;
+    rfb.disconnect();
+  }, STALL_MS);
+  rfb.addEventListener("connect", () => {
+    clearTimeout(stall);
+    $("connection").textContent = attempts > 1 ? `connected (attempt ${attempts})` : "connected";
+    document.body.dataset.connected = "1";
+  });
+  rfb.addEventListener("disconnect", (e) => {
+    clearTimeout(stall);
+    document.body.dataset.connected = "0";
+    document.body.dataset.reconnects = String(attempts);
+    if (watchable()) {
+      $("connection").textContent = stalled ? "no answer; connecting again" : "connection lost; connecting again";
+      setTimeout(connect, RETRY_MS);
+    } else {
+      $("connection").textContent = e.detail.clean && !stalled ? "disconnected" : "connection lost";
+    }
+  });
+  window.osworldRfb = rfb; // for tools and tests that drive the page
+}
+connect();
 
 const events = new EventSource("/events");
-const onData = (e) => showTask(JSON.parse(e.data).tasks.find((t) => t.key === key));
+const onData = (e) => {
+  const found = JSON.parse(e.data).tasks.find((t) => t.key === key);
+  if (found) current = found;
+  showTask(found);
+};
 events.addEventListener("snapshot", onData);
 events.addEventListener("update", onData);
 events.addEventListener("end", () => events.close());
