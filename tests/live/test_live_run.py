@@ -126,6 +126,8 @@ class Seen:
     final_figures: str = ""
     shots: dict[str, Path] = field(default_factory=dict)
     connect_seconds: float = 0.0
+    reconnects: str = ""  # the watch view's attempts when it saw its VNC server go
+    reconnected_canvas: dict[str, Any] = field(default_factory=dict)
 
 
 def _free_port() -> int:
@@ -152,6 +154,12 @@ def _until_state(tab: Tab, key: str, text: str, timeout: float = 90.0, run: Call
 def _until_connected(tab: Tab, what: str) -> float:
     """Until noVNC says connected; the failure says what the page's status line said last."""
     status = "document.body?.dataset.connected === '1' ? 'ok' : document.getElementById('connection')?.textContent"
+    # noVNC's own progress (connection state, handshake step, the websocket's readyState) for a failure.
+    progress = (
+        "[document.getElementById('mode')?.textContent, window.osworldRfb ? [osworldRfb._rfbConnectionState,"
+        " osworldRfb._rfbInitState, osworldRfb._sock?._websocket?.readyState].join('/') : 'no RFB yet',"
+        " document.readyState, performance.getEntriesByType('resource').length + ' resources loaded'].join(' | ')"
+    )
     said: list[str] = []
 
     def connected() -> bool:
@@ -161,7 +169,11 @@ def _until_connected(tab: Tab, what: str) -> float:
     started = time.monotonic()
     while not connected():
         if time.monotonic() > started + 120:  # seconds at an ordinary load; far longer on two busy cores
-            pytest.fail(f"{what} did not connect within 120 s; its status line said {said[-1]!r}", pytrace=False)
+            pytest.fail(
+                f"{what} did not connect within 120 s; its status line said {said[-1]!r} ({tab.evaluate(progress)}); "
+                f"unfinished requests: {tab.unfinished_requests()}",
+                pytrace=False,
+            )
         time.sleep(0.2)
     return time.monotonic() - started
 
@@ -212,6 +224,15 @@ def _watch(
     )
     seen.shots["watch"] = watch.screenshot(seen.folder / "watch-page.png")
     sandbox = _api(url)[WATCHED]["sandbox"]
+    # The desktop's VNC server killed (it is supervised and comes back): the view connects again by itself.
+    engine.containers.get(sandbox).exec_run(["pkill", "-x", "x11vnc"])
+    seen.reconnects = wait_for(
+        lambda: watch.evaluate("document.body.dataset.reconnects ?? null"), "the view to lose its VNC server"
+    )
+    _until_connected(watch, "the watch view after its VNC server restarted")
+    seen.reconnected_canvas = wait_for(
+        lambda: (c := watch.evaluate(CANVAS)) and c["colors"] > 1 and c, "the desktop again"
+    )
     wait_for(lambda: "Outer window" in _log(engine, sandbox), "the event logger on the watched desktop")
     # A read-only view: the page itself would send nothing, so it is made to, as a tampered page would.
     watch.evaluate("osworldRfb.viewOnly = false; osworldRfb.focus(); true")
@@ -325,6 +346,11 @@ def test_the_watch_link_shows_the_desktop_and_its_change_in_the_novnc_canvas(see
     assert (before["width"], before["height"]) == (1920, 1080) and before["colors"] > 1
     assert after["hash"] != before["hash"]
     assert _png(seen.shots["watch"]) and _png(seen.shots["watch_after"]), seen.folder
+
+
+def test_the_watch_view_connects_again_when_the_desktops_vnc_server_restarts(seen: Seen) -> None:
+    assert seen.reconnects == "1", seen.folder  # the first connection's end was seen, then a new one made
+    assert seen.reconnected_canvas["colors"] > 1, seen.reconnected_canvas
 
 
 def test_a_read_only_view_keeps_the_browsers_keys_and_clicks_from_the_desktop(seen: Seen) -> None:

@@ -44,6 +44,21 @@ class Tab:
     def evaluate(self, expression: str) -> Any:
         return self.cdp.evaluate(expression)
 
+    def unfinished_requests(self) -> list[str]:
+        """The tab's requests that neither finished nor failed (what a stuck page waits for)."""
+        self.cdp.call("Runtime.evaluate", {"expression": "0"})  # reads the events that came meanwhile
+        sent: dict[str, str] = {}
+        done: set[str] = set()
+        for event in self.cdp._events:
+            params = event.get("params", {})
+            if event.get("method") == "Network.requestWillBeSent":
+                sent[params["requestId"]] = params["request"]["url"]
+            elif event.get("method") in ("Network.loadingFinished", "Network.loadingFailed"):
+                done.add(params["requestId"])
+            elif event.get("method") == "Network.webSocketCreated":
+                sent[params["requestId"]] = "ws " + params["url"]
+        return [url for rid, url in sent.items() if rid not in done]
+
     def screenshot(self, path: Path) -> Path:
         self.cdp.call("Page.bringToFront")
         data = self.cdp.call("Page.captureScreenshot", {"format": "png"})["data"]
@@ -113,10 +128,12 @@ class Chromium:
         return "http://" + ws.removeprefix("ws://").split("/", 1)[0]
 
     def open(self, url: str) -> Tab:
-        target = self.devtools.new_tab(url)
+        target = self.devtools.new_tab("about:blank")
         session = CdpSession(target["webSocketDebuggerUrl"])
         # Every tab behaves as the focused one (keys go to its focused element), in front or not.
         session.call("Emulation.setFocusEmulationEnabled", {"enabled": True})
+        session.call("Network.enable")  # its requests, for a failure to say which never finished
+        session.call("Page.navigate", {"url": url})
         tab = Tab(session, target["id"])
         self.tabs.append(tab)
         return tab
