@@ -171,7 +171,7 @@ def _until_connected(tab: Tab, what: str) -> float:
         if time.monotonic() > started + 120:  # seconds at an ordinary load; far longer on two busy cores
             pytest.fail(
                 f"{what} did not connect within 120 s; its status line said {said[-1]!r} ({tab.evaluate(progress)}); "
-                f"unfinished requests: {tab.unfinished_requests()}",
+                f"unfinished requests: {tab.unfinished_requests()}; errors: {tab.errors()}",
                 pytrace=False,
             )
         time.sleep(0.2)

@@ -59,6 +59,20 @@ class Tab:
                 sent[params["requestId"]] = "ws " + params["url"]
         return [url for rid, url in sent.items() if rid not in done]
 
+    def errors(self) -> list[str]:
+        """The tab's uncaught exceptions and console errors so far (read with ``unfinished_requests``)."""
+        found = []
+        for event in self.cdp._events:
+            params = event.get("params", {})
+            if event.get("method") == "Runtime.exceptionThrown":
+                details = params.get("exceptionDetails", {})
+                found.append(str(details.get("exception", {}).get("description") or details.get("text")))
+            elif event.get("method") == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+                found.append(f"{params['entry'].get('text')} ({params['entry'].get('url', '')})")
+            elif event.get("method") == "Runtime.consoleAPICalled" and params.get("type") == "error":
+                found.append(" ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", [])))
+        return found
+
     def screenshot(self, path: Path) -> Path:
         self.cdp.call("Page.bringToFront")
         data = self.cdp.call("Page.captureScreenshot", {"format": "png"})["data"]
@@ -132,7 +146,9 @@ class Chromium:
         session = CdpSession(target["webSocketDebuggerUrl"])
         # Every tab behaves as the focused one (keys go to its focused element), in front or not.
         session.call("Emulation.setFocusEmulationEnabled", {"enabled": True})
-        session.call("Network.enable")  # its requests, for a failure to say which never finished
+        # Its requests, errors and console, for a failure to say which never finished and what broke.
+        for domain in ("Network", "Runtime", "Log"):
+            session.call(f"{domain}.enable")
         session.call("Page.navigate", {"url": url})
         tab = Tab(session, target["id"])
         self.tabs.append(tab)
