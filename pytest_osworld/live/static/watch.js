@@ -1,6 +1,9 @@
 // The watch page: one task's desktop in noVNC, read-only unless the run allows input and the person asked.
 import RFB from "/novnc/core/rfb.js";
 
+window.osworldWatchStarted = true; // watch.html's check: the viewer started
+sessionStorage.removeItem("osworld-watch-reloads");
+
 const params = new URLSearchParams(location.search);
 const key = params.get("task") ?? "";
 const wantsControl = params.get("control") === "1";
