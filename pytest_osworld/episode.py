@@ -32,6 +32,7 @@ from pytest_osworld.agents.less_than import fix_less_than
 from pytest_osworld.errors import EvaluatorError, EvaluatorUnavailable
 from pytest_osworld.evaluation.evaluate import evaluate
 from pytest_osworld.guest.client import GuestError, GuestUnreachable
+from pytest_osworld.live.observer import NO_OBSERVER, EpisodeObserver
 from pytest_osworld.models.base import ModelError
 from pytest_osworld.models.messages import Message, Text
 from pytest_osworld.record import (
@@ -130,6 +131,9 @@ class Episode:
         # Asked once the episode has ended, before its score stands: why a shared service the task
         # used is down now (it died during the task), or None. Set by whoever holds the services.
         self.service_check: Callable[[], str | None] | None = None
+        # Told of the phases and steps as they happen (the live page), and asked at the end whether a
+        # person sent input to the desktop meanwhile. Does nothing unless the plugin attaches one.
+        self.observer: EpisodeObserver = NO_OBSERVER
 
     @classmethod
     def build(
@@ -193,6 +197,7 @@ class Episode:
         return _Masked(termination, str(exc))
 
     def _setup(self) -> None:
+        self.observer.phase("setup")
         with self._phase("setup"):
             try:
                 self.guest.wait_ready(time.monotonic() + self.settings.loop.guest_ready_timeout)
@@ -359,6 +364,7 @@ class Episode:
                     if time.monotonic() >= deadline:
                         loop.termination = Termination.TIMEOUT
                         return loop
+                    self.observer.step(step, last_step)
                     decision = self.runner.predict(obs)
                     loop.steps = step - self._step_base
                     loop.usage = loop.usage.add(decision.usage)
@@ -373,6 +379,7 @@ class Episode:
                         loop.last_screen = obs.screenshot
                     for index, record in enumerate(records):
                         self.recorder.step(record, loop.last_screen if index == len(records) - 1 else None)
+                    self.observer.stepped(step, decision.response, loop.last_screen, decision.usage)
                     if ended:
                         return loop
                 return loop
@@ -395,6 +402,7 @@ class Episode:
 
     def _settle(self, last_screen: bytes | None) -> None:
         """Wait for the guest to settle before the evaluation reads it (``eval_settle``)."""
+        self.observer.phase("evaluation")
         mode = self.settings.loop.eval_settle
         try:
             if mode == "quiet":
@@ -474,6 +482,7 @@ class Episode:
         finally:
             if result.termination is not Termination.INTERRUPTED:
                 self._check_services()
+                self._check_human_input()
             self._finish(started)
         return result
 
@@ -483,14 +492,30 @@ class Episode:
         if self.service_check is None:
             return
         problem = self.service_check()
-        if problem is None:
+        if problem is not None:
+            self._void(Termination.SERVICE_ERROR, problem)
+
+    def _check_human_input(self) -> None:
+        """A person who sent input to the desktop (the live page's watch view, with ``live_input``) voids
+        the score, whatever the episode ended with: the task is masked ``human_interference``."""
+        touched = self.observer.human_input()
+        if touched is None:
             return
+        self.result.human_input = touched
+        self._void(
+            Termination.HUMAN_INTERFERENCE,
+            f"a person sent {touched.messages} input message(s) to the desktop through the {touched.via}, "
+            f"first at {touched.first_at}",
+        )
+
+    def _void(self, termination: Termination, why: str) -> None:
+        """Mask an ended episode: no score (nor a zero); its message says ``why``, then how it had ended."""
         result = self.result
         ended = f"; the episode had ended {result.termination.value}" + (
             f": {result.message}" if result.message else ""
         )
-        result.termination, result.score, result.metric_scores = Termination.SERVICE_ERROR, None, []
-        result.message = problem + ended
+        result.termination, result.score, result.metric_scores = termination, None, []
+        result.message = why + ended
 
     def _read_restarts(self) -> None:
         """Which supervised processes of the guest restarted (an agent's action may have killed them):

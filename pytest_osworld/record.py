@@ -62,6 +62,7 @@ class Termination(StrEnum):
     JUDGE_ERROR = "judge_error"  # an LLM judge call of the evaluation failed or answered nothing (OSWorld-V2)
     USER_SIM_ERROR = "user_sim_error"  # the simulated user's model failed or answered nothing (OSWorld-V2)
     WORKER_LOST = "worker_lost"  # the xdist worker running the episode died (killed, out of memory)
+    HUMAN_INTERFERENCE = "human_interference"  # a person sent input to the desktop through the live view
 
 
 VALID_TERMINATIONS = frozenset({Termination.DONE, Termination.FAIL, Termination.MAX_STEPS, Termination.TIMEOUT})
@@ -78,6 +79,7 @@ MASK_TERMINATIONS = frozenset(
         Termination.JUDGE_ERROR,
         Termination.USER_SIM_ERROR,
         Termination.WORKER_LOST,
+        Termination.HUMAN_INTERFERENCE,
     }
 )
 
@@ -187,6 +189,16 @@ class RestartRecord(BaseModel):
     down_seconds: float | None = None  # from that end to this start
 
 
+class HumanInput(BaseModel):
+    """Input a person sent to the task's desktop through the live page's watch view (``live_input``): keys,
+    pointer or clipboard messages that reached its VNC server. It voids the score (``human_interference``)."""
+
+    first_at: str  # ISO 8601, the first message the bridge let through
+    last_at: str  # the last one known when the episode ended
+    messages: int  # input messages let through
+    via: str = "live view"
+
+
 class TaskResult(BaseModel):
     """What happened to one task in one run: written atomically to ``result.json`` the moment it ends."""
 
@@ -226,6 +238,9 @@ class TaskResult(BaseModel):
     # them); [] when none did, None when the guest cannot say (OSWorld's VM, a lost sandbox) and in
     # records written before it existed.
     restarts: list[RestartRecord] | None = None
+    # Set only when a person sent input to the desktop through the live view (the task is then masked
+    # human_interference); None otherwise and in records written before it existed.
+    human_input: HumanInput | None = None
     related_apps: list[str] = Field(default_factory=list)
     markers: list[str] = Field(default_factory=list)
     worker: str | None = None

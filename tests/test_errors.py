@@ -38,6 +38,9 @@ ALLOWED = {
     # OSWorld-V2's desktop_env API, raised into a V2 task's own code (upstream's controllers raise
     # RuntimeErrors); V2Episode names any error of the task's code as the task's.
     "pytest_osworld.v2.api.gitlab.ImportTimeout": "raised into the V2 task's own code",
+    # The live page's bridge: each ends one browser view's connection, never the run.
+    "pytest_osworld.live.rfb.RfbRefused": "ends the one watch view whose client sent what the bridge refuses",
+    "pytest_osworld.live.websocket.WebSocketClosed": "ends the one watch view whose websocket closed",
     # A warning, issued with warnings.warn (pytest shows it in the warnings summary), never raised.
     "pytest_osworld.results.store.ResultFileWarning": "a warning, never raised",
 }

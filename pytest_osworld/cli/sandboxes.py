@@ -2,10 +2,11 @@
 
 For each container with the project's labels: its run, worker and task, its age, and the host-side
 addresses of its guest API and of its VNC server (guest port 8006), to open in any VNC viewer
-while the episode runs. On an ``ssh://`` host the addresses are on that host's loopback: forward
-the port first (``ssh -L PORT:127.0.0.1:PORT host``). With ``--ray-address``, the sandboxes of the
-runs on a Ray cluster, asked of each node's agent: the addresses are the agents' forwarders on the
-nodes, which let through only the machine of the driver that claimed the sandbox.
+while the episode runs; a sandbox kept after its task (``--osworld-keep-failed``) says why it was
+kept. On an ``ssh://`` host the addresses are on that host's loopback: forward the port first
+(``ssh -L PORT:127.0.0.1:PORT host``). With ``--ray-address``, the sandboxes of the runs on a Ray
+cluster, asked of each node's agent: the addresses are the agents' forwarders on the nodes, which let
+through only the machine of the driver that claimed the sandbox.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from typing import Any
 from pytest_osworld.sandbox import (
     API_PORT,
     LABEL_MANAGED,
+    LABEL_POOL,
     LABEL_RUN_ID,
     LABEL_TASK,
     LABEL_WORKER,
     VNC_PORT,
     SandboxConfigError,
     parse_hosts,
+    read_kept_name,
 )
 
 
@@ -74,9 +77,14 @@ def run(args: argparse.Namespace) -> int:
                 tags = attrs.get("Labels") or {}
                 ports = attrs.get("Ports") or []
                 api, vnc = _published(ports, API_PORT), _published(ports, VNC_PORT)
+                kept = read_kept_name(str((attrs.get("Names") or [""])[0]))
+                task = tags.get(LABEL_TASK, "-")
+                if kept is not None and kept.task and LABEL_POOL in tags:
+                    task = kept.task  # started ahead by a warm pool: its labels name no task, its name does
                 print(
                     f"{host.display} run {tags.get(LABEL_RUN_ID, '?')} worker {tags.get(LABEL_WORKER, '-')} "
-                    f"{tags.get(LABEL_TASK, '-')}: {attrs.get('Status', attrs.get('State', '?'))}"
+                    f"{task}: {attrs.get('Status', attrs.get('State', '?'))}"
+                    f"{f', kept: {kept.why}' if kept else ''}"
                     f"{f', api http://{api}' if api else ''}{f', live view vnc://{vnc}' if vnc else ''}"
                 )
                 shown += 1

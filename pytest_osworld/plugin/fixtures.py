@@ -22,6 +22,7 @@ import pytest
 from pytest_osworld.agents import Runner, RunnerUnavailable, make_runner
 from pytest_osworld.agents.endpoint import make_model_client
 from pytest_osworld.models import ModelClient
+from pytest_osworld.plugin import live
 from pytest_osworld.plugin.items import OsworldItem
 from pytest_osworld.plugin.outcomes import TestedEpisode
 from pytest_osworld.plugin.run import OsworldRun, get_run
@@ -148,4 +149,5 @@ def osworld_episode(
             episode.result.services = dict(osworld_task_services.records)
             episode.context.services = dict(osworld_task_services.access)
             episode.service_check = osworld_task_services.problem
+        live.attach(request.config, _task_item(request, "osworld_episode").run_key, episode)  # --osworld-live
         yield episode

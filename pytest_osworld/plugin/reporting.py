@@ -21,6 +21,7 @@ from pytest_osworld.plugin.run import get_run
 from pytest_osworld.plugin.v2 import V2TaskItem
 from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results import allure_report, task_page
+from pytest_osworld.results.final_page import FINAL_PAGE, write_final_page
 from pytest_osworld.results.gate import GateResult, GateRules, evaluate
 from pytest_osworld.results.render import gate_lines, summary_lines
 from pytest_osworld.results.store import FINAL_PNG, MANIFEST, RESULT_JSON, SUMMARY, RunStore
@@ -325,7 +326,17 @@ class RunReporting:
             self.summary_path = write_summary(run_dir, self.summary)
         except OSError as exc:
             self.errors.append(f"could not write {run_dir / SUMMARY}: {exc}")
+        self._write_final_page(run_dir)
         self._set_exit_status(session)
+
+    def _write_final_page(self, run_dir: Path) -> None:
+        """The run's final state as a static page beside the summary (``results/final_page.py``)."""
+        if self.summary is None:
+            return
+        try:
+            write_final_page(run_dir, self.summary)
+        except Exception as exc:  # noqa: BLE001 - the summary is written: the page must not break the run's end
+            self.errors.append(f"could not write {run_dir / FINAL_PAGE}: {type(exc).__name__}: {exc}")
 
     def _set_exit_status(self, session: pytest.Session) -> None:
         current = int(session.exitstatus)

@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 
+from pytest_osworld.plugin import keep
 from pytest_osworld.plugin.items import OsworldItem, names_task_inputs
 from pytest_osworld.plugin.run import get_run, given_paths, runs_no_test
+from pytest_osworld.record import TaskResult
 from pytest_osworld.sandbox import (
     Owner,
     Sandbox,
@@ -186,6 +188,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not wanted:
         return
     run_id = get_run(config).run_id
+    keep.before_run_end(session, owner_of(config))  # sandboxes kept for a look: a wait, with until-exit
     try:
         # The run's shared services are not leftovers here: plugin/services.py removes them after this.
         removed = end_run(get_run(config).settings, owner_of(config))
@@ -193,7 +196,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if removed:
         whose = f"workers of run {run_id}" if _is_controller(config) else f"run {run_id}"
-        _terminal_line(config, f"osworld: removed {removed} sandbox container(s) that {whose} left")
+        kept = keep.kept_count(config)
+        note = f" ({kept} of them kept for a look)" if kept else ""
+        _terminal_line(config, f"osworld: removed {removed} sandbox container(s) that {whose} left{note}")
 
 
 # --- fixtures
@@ -239,4 +244,12 @@ def osworld_sandbox(
     try:
         yield sandbox
     finally:
+        end_sandbox(request.node, sandbox)
+
+
+def end_sandbox(item: pytest.Item, sandbox: Sandbox, result: TaskResult | None = None) -> None:
+    """Remove a test's sandbox at its end, unless it is a failed or masked task's that
+    ``--osworld-keep-failed`` keeps until the run's end (``result``: the task's record, when the caller
+    has it before the test's report)."""
+    if not keep.keep_after_test(item, sandbox, owner_of(item.config), result):
         sandbox.stop()

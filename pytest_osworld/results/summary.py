@@ -9,7 +9,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,10 +59,11 @@ def _parse_time(text: str | None) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _usage(records: list[TaskResult]) -> dict[str, Any]:
+def usage_totals(usages: Iterable[Usage]) -> dict[str, Any]:
+    """The summary's ``usage``: tokens and cost added up (also the live page's cost so far)."""
     total = Usage()
-    for record in records:
-        total = total.add(record.usage)
+    for usage in usages:
+        total = total.add(usage)
     return {
         "prompt_tokens": total.prompt_tokens,
         "completion_tokens": total.completion_tokens,
@@ -306,7 +307,7 @@ def build_summary(
             "complete": selected_set is not None and not missing and not _duplicates(records),
         },
         "repeats": repeat_summary(tasks, manifest.repeat if manifest else None),
-        "usage": _usage(all_records),
+        "usage": usage_totals(r.usage for r in all_records),
         # OSWorld-V2's LLM judge and simulated user: their tokens and cost apart from the agent's.
         "judge": _model_calls(all_records, "judge"),
         "user_sim": _model_calls(all_records, "user_sim"),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_osworld.record import TaskResult
+from pytest_osworld.results.store import FINAL_PNG
 from pytest_osworld.sanitize import sanitize
 from pytest_osworld.tasks.readers import TaskEntry
 
@@ -220,7 +221,7 @@ def setup_timeline(result: TaskResult, entry: TaskEntry) -> tuple[list[TimedStep
 
 
 def links(run_dir: Path, task_dir: Path, result: TaskResult | None) -> list[tuple[str, str]]:
-    """File URLs of the run's summary and, when one was kept, the episode's video.
+    """File URLs of the run's summary, the episode's video when one was recorded, and its last screenshot.
 
     Absolute ``file://`` URLs: a report is usually opened on the machine that holds the run folder,
     wherever the report itself was generated.
@@ -229,7 +230,32 @@ def links(run_dir: Path, task_dir: Path, result: TaskResult | None) -> list[tupl
     video = result.artifacts.get("recording") if result is not None else None
     if isinstance(video, str) and video:
         found.append(("video", (task_dir / video).resolve().as_uri()))
+    screenshot = last_screenshot(task_dir, result)
+    if screenshot is not None:
+        found.append(("last screenshot", screenshot.resolve().as_uri()))
     return found
+
+
+def last_screenshot(task_dir: Path, result: TaskResult | None) -> Path | None:
+    """The episode's last screen: its final screenshot, else the screenshot of its last step that kept
+    one (a masked episode may end before its final one); None when there is none on disk."""
+    names: list[str] = []
+    if result is not None:
+        final = result.artifacts.get("final_screenshot")
+        steps = result.artifacts.get("step_screenshots")
+        names += [final] if isinstance(final, str) else []
+        names += reversed(steps) if isinstance(steps, list) else []
+    names.append(FINAL_PNG)
+    for name in names:
+        if isinstance(name, str) and name and (task_dir / name).is_file():
+            return task_dir / name
+    steps_on_disk = sorted(task_dir.glob("step_*.png"), key=_step_number)
+    return steps_on_disk[-1] if steps_on_disk else None
+
+
+def _step_number(path: Path) -> int:
+    digits = path.stem.removeprefix("step_")
+    return int(digits) if digits.isdigit() else -1
 
 
 def build(

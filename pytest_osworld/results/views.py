@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pytest_osworld.record import TaskResult
 
+ANSWER_CHARS = 600  # of a model's last answer on the live page and the final page
+
 Status = Literal["passed", "failed", "masked", "skipped"]
 ViewName = Literal["all", "valid", "no_gdrive"]
 VIEWS: tuple[ViewName, ...] = ("all", "valid", "no_gdrive")

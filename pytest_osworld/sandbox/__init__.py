@@ -9,6 +9,7 @@ a third party's) and the rest of the project import from here, not from the modu
 - the container lifecycle (``containers``): start, ports, readiness, removal; the leftover sweep
   (``leftovers``); short probe containers (``probe``) and the KVM device (``kvm``);
 - what a sandbox provides (``provides``): OSWorld apps and commands, from an image manifest;
+- sandboxes kept after a failed task (``kept``): their names, the run's ledger, the wait at its end;
 - warm pools (``pool``, ``pooled``) and where a sandbox ran (``placement``); the ``ray`` provider
   (``sandbox/ray``) is loaded by the registry only when chosen.
 """
@@ -40,6 +41,16 @@ from pytest_osworld.sandbox.containers import (
     wait_ready,
 )
 from pytest_osworld.sandbox.hosts import EngineHost, host_pool, parse_hosts, pick_host, redact
+from pytest_osworld.sandbox.kept import (
+    KEPT_MARK,
+    KeepFailedError,
+    KeepLedger,
+    KeptName,
+    KeptSandbox,
+    KeptWhy,
+    is_kept,
+    read_kept_name,
+)
 from pytest_osworld.sandbox.kvm import KVM_DEVICE
 from pytest_osworld.sandbox.labels import (
     LABEL_HOSTNAME,
@@ -93,6 +104,7 @@ __all__ = [
     "API_PORT",
     "DEVTOOLS_PORT",
     "GUEST_PORTS",
+    "KEPT_MARK",
     "KVM_DEVICE",
     "LABEL_HOSTNAME",
     "LABEL_MANAGED",
@@ -121,6 +133,11 @@ __all__ = [
     "ContainerBackedSandbox",
     "Containers",
     "EngineHost",
+    "KeepFailedError",
+    "KeepLedger",
+    "KeptName",
+    "KeptSandbox",
+    "KeptWhy",
     "Managed",
     "NotReady",
     "Owner",
@@ -147,6 +164,7 @@ __all__ = [
     "from_manifest",
     "held_interrupts",
     "host_pool",
+    "is_kept",
     "list_managed",
     "make_provider",
     "own_identity",
@@ -154,6 +172,7 @@ __all__ = [
     "pick_host",
     "probe_image",
     "provider_class",
+    "read_kept_name",
     "redact",
     "remove_container",
     "remove_managed",

@@ -75,6 +75,12 @@ class Sandbox(ABC):
     def stop(self) -> None:
         """Remove the sandbox and what it holds. Idempotent; never raises for an already gone sandbox."""
 
+    def mark_kept(self, mark: str) -> str:
+        """Mark the sandbox as kept after its task (``--osworld-keep-failed``): ``mark`` goes after its
+        name, so listings say why and a process's own sweep leaves it to the run's end. Returns its new
+        name. Only a provider with ``keeps_sandboxes`` can; the others raise :class:`SandboxError`."""
+        raise SandboxError(f"sandbox {self.name} ({type(self).__name__}) cannot be kept after its task")
+
     def __enter__(self) -> Self:
         return self
 
@@ -92,6 +98,9 @@ class SandboxProvider(ABC):
     #: The provider keeps a warm pool of its own (``warm_pool``, e.g. per node on Ray); the registry
     #: puts any other provider behind a pool of the process (``sandbox.pooled``).
     pools_itself: ClassVar[bool] = False
+    #: Its sandboxes can be kept running after a failed task until the run ends (``--osworld-keep-failed``):
+    #: each is a container of the run that ``Sandbox.mark_kept`` renames.
+    keeps_sandboxes: ClassVar[bool] = False
 
     # --- the provider class: from the settings, before and beside any provider object
     @classmethod

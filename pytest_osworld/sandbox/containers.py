@@ -359,6 +359,16 @@ class ContainerBackedSandbox(Sandbox):
         self._stopped = True
         self._containers.remove(self._running)
 
+    def mark_kept(self, mark: str) -> str:
+        """Rename the container to ``<name><mark>`` (labels cannot change once a container exists)."""
+        new_name = self._running.name + mark
+        try:
+            self._running.container.rename(new_name)
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"could not mark sandbox {self.name} as kept: {exc}") from None
+        self._running.name = new_name
+        return new_name
+
 
 def remove_container(
     client: docker.DockerClient,

@@ -23,6 +23,7 @@ import requests.exceptions
 from pytest_osworld.procs import hostname, is_alive
 from pytest_osworld.sandbox.base import SandboxConfigError
 from pytest_osworld.sandbox.hosts import EngineHost
+from pytest_osworld.sandbox.kept import is_kept
 from pytest_osworld.sandbox.labels import (
     LABEL_HOSTNAME,
     LABEL_MANAGED,
@@ -170,7 +171,8 @@ def sweep_run(client: docker.DockerClient, run_id: str, *, pid: int | None = Non
     A process's own sweep leaves the run's shared services alone: the worker that started one is not
     its only user, and the run's owner removes them at its end. The sweep of a whole run takes them
     (unless ``services`` is false: their owner removes and counts them), and the run's networks once
-    their containers are gone.
+    their containers are gone. A process's own sweep also leaves the sandboxes it kept after failed
+    tasks (``kept``): they stay until the run's end.
     """
     labels = [f"{LABEL_MANAGED}=1", f"{LABEL_RUN_ID}={run_id}"]
     if pid is not None:
@@ -179,6 +181,8 @@ def sweep_run(client: docker.DockerClient, run_id: str, *, pid: int | None = Non
     for container in client.containers.list(all=True, filters={"label": labels}, sparse=True):
         is_service = (container.attrs.get("Labels") or {}).get(LABEL_ROLE) == ROLE_SERVICE
         if is_service and (pid is not None or not services):
+            continue
+        if pid is not None and is_kept(str((container.attrs.get("Names") or [""])[0])):
             continue
         with contextlib.suppress(docker.errors.NotFound):
             container.remove(force=True, v=True)

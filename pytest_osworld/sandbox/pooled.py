@@ -129,6 +129,9 @@ class PooledSandbox(Sandbox):
     def stop(self) -> None:
         self.inner.stop()  # never back into the pool: one task per sandbox
 
+    def mark_kept(self, mark: str) -> str:
+        return self.inner.mark_kept(mark)  # a kept sandbox never goes back into the pool either
+
 
 def _stop(sandbox: Sandbox) -> None:
     sandbox.stop()

@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pytest_osworld.settings.address import LiveAddress
 from pytest_osworld.tasks.shard import Shard
 
 EvalSettle = Literal["quiet"] | Annotated[float, Field(ge=0)]
@@ -246,7 +247,9 @@ class LoopGroup(_Group):
 
 
 class ReportsGroup(_Group):
-    title: ClassVar[str] = "the run's folder, resuming an earlier run, and what is kept of each episode"
+    title: ClassVar[str] = (
+        "the run's folder, resuming an earlier run, what is kept of each episode, and the live page of the run"
+    )
     run_id: str | None = Field(
         None, description="name of this run's folder under the report dir (default: a timestamp)"
     )
@@ -255,6 +258,24 @@ class ReportsGroup(_Group):
     keep_screenshots: bool = Field(True, description="keep each step's screenshot")
     keep_model_io: bool = Field(False, description="keep the full model requests and answers")
     keep_video: bool = Field(False, description="record a video of each episode")
+    live: LiveAddress | None = Field(
+        None,
+        description="serve a live page of the run at [HOST:]PORT while it lasts (a bare port listens on "
+        "127.0.0.1 only; 0 picks a free port)",
+    )
+    live_input: bool = Field(
+        False,
+        description="the live page's watch view may send keys and mouse to a task's desktop when asked to "
+        "(a task a person touched is masked human_interference)",
+    )
+    live_novnc: Path | None = Field(
+        None, description="the folder of noVNC's files for the watch view (default: /usr/share/novnc, Debian's novnc)"
+    )
+
+    @field_validator("live", mode="before")
+    @classmethod
+    def _parse_live(cls, value: Any) -> Any:
+        return LiveAddress.parse(str(value)) if isinstance(value, str | int) and not isinstance(value, bool) else value
 
 
 class GateGroup(_Group):

@@ -49,7 +49,7 @@ def use_service_registry(registry: ServiceRegistry) -> None:
 
 class SandboxGroup(_Group):
     title: ClassVar[str] = (
-        "where episodes run: the sandbox profile, environment hosts, the guest's screen and password, limits, the warm pool, Ray"
+        "where episodes run: the sandbox profile, environment hosts, the guest's screen and password, limits, sandboxes kept after a failed task, the warm pool, Ray"
     )
     name: str = Field(
         "desktop", description="sandbox profile name: desktop, osworld-vm, vm or a profile's own", alias="sandbox"
@@ -97,6 +97,20 @@ class SandboxGroup(_Group):
         gt=0,
         description="seconds after which a sandbox counts as left over even if its run looks alive",
         alias="sandbox_leftover_age",
+    )
+    keep_failed: int = Field(
+        0,
+        ge=0,
+        description="leave the sandboxes of up to N failed or masked tasks running until the run ends, "
+        "for a look (listed by pytest-osworld sandboxes; 0: none)",
+    )
+    keep_failed_until_exit: bool = Field(
+        False,
+        description="with keep_failed: at the run's end, wait for Enter (or keep_failed_timeout) before "
+        "removing the kept sandboxes",
+    )
+    keep_failed_timeout: float = Field(
+        300.0, gt=0, description="with keep_failed_until_exit: the longest wait for Enter at the run's end, seconds"
     )
     warm_pool: int = Field(
         0,

@@ -75,14 +75,7 @@ class ScriptedModel:
 
     def __init__(self, server: ModelServer, tasks: Path) -> None:
         self.server = server
-        self.args: tuple[str, ...] = (
-            "--osworld-agent",
-            "pyautogui",
-            "--osworld-model-url",
-            server.openai_url,
-            "--osworld-model",
-            "scripted",
-        )
+        self.args = server.agent_args()
         queues: dict[str, deque[Reply]] = {}
         for task in map(json.loads, tasks.read_text().splitlines()):
             first = [Reply(f"```python\n{action}\n```") for action in BAD_ACTIONS]

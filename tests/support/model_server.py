@@ -263,6 +263,10 @@ class ModelServer:
     def url(self, api: Api) -> str:
         return self.openai_url if api == "openai" else self.anthropic_url
 
+    def agent_args(self, model: str = "scripted") -> tuple[str, ...]:
+        """The options of a run whose pyautogui agent asks this server (OpenAI's protocol) as ``model``."""
+        return ("--osworld-agent", "pyautogui", "--osworld-model-url", self.openai_url, "--osworld-model", model)
+
     def settings(self, api: Api = "openai", model: str | None = None, **extra: Any) -> dict[str, Any]:
         """Settings values that point a run at this server (pass to ``Settings(**...)``)."""
         return {"model_url": self.url(api), "model": model or self.models[0], "model_api": api, **extra}

@@ -69,6 +69,8 @@ class ContainerSandbox(ContainerBackedSandbox):
 class ContainerProvider(SandboxProvider):
     """Starts containers of one profile on one environment host."""
 
+    keeps_sandboxes = True  # each sandbox is one container of this process's ``Containers``
+
     def __init__(
         self,
         profile: ContainerProfile,
