@@ -15,14 +15,15 @@ The API key is read from an environment variable only, and held as a :class:`Sec
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.models.base import ModelApi, Prices
-from pytest_osworld.models.secrets import EndpointUrl, Secret
+from pytest_osworld.models.secrets import Secret
+from pytest_osworld.v2.llm import fields as checks
+from pytest_osworld.v2.llm.fields import PROVIDERS
 
 if TYPE_CHECKING:
     from pytest_osworld.settings import Settings
@@ -45,21 +46,12 @@ OPENAI_BASE_URL = "OPENAI_BASE_URL"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 
-# Upstream's provider names and the client each one uses here.
-PROVIDERS: dict[str, ModelApi] = {
-    "openai": "openai",
-    "openai_compatible": "openai",
-    "anthropic": "anthropic",
-    "claude": "anthropic",
-}
-NOT_HERE = ("bedrock", "gemini", "google")  # upstream's, without a client in this project
 DEFAULT_URLS: dict[ModelApi, str] = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 IMAGE_DETAILS = ("low", "high", "auto")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 RETRY_ATTEMPTS = 3
 RETRY_DELAY = 2.0
 IMAGE_DETAIL = "high"
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class JudgeError(OsworldError):
@@ -242,8 +234,13 @@ def resolve(
             f"set --osworld-judge-{'provider' if provider_found is None else 'model'} or "
             + ENV["provider" if provider_found is None else "model"]
         )
-    provider = str(provider_found[0]).strip().lower()
-    api = _api(provider, provider_found[1])
+    provider, api = checks.provider(
+        provider_found[0],
+        provider_found[1],
+        error=JudgeConfigError,
+        not_here="the judge provider {!r} is not supported here",
+        unknown="unknown judge provider {!r}",
+    )
 
     base_url, url_from = _pick(
         (opts.get("base_url"), "options.base_url"),
@@ -252,10 +249,7 @@ def resolve(
         (environ.get(OPENAI_BASE_URL) if api == "openai" else None, OPENAI_BASE_URL),
         (settings.configured.base_url, "judge_url"),
     ) or (DEFAULT_URLS[api], "the default")
-    try:
-        endpoint = EndpointUrl.parse(str(base_url))
-    except ValueError as exc:
-        raise JudgeConfigError(f"{url_from}: the judge URL is not usable: {exc}") from None
+    endpoint = checks.url(base_url, url_from, error=JudgeConfigError, what="the judge URL")
 
     key_env, secret = _key(opts, settings, environ, defaults, api, key)
 
@@ -275,18 +269,6 @@ def resolve(
         base_url=str(base_url),
         key=secret,
     )
-
-
-def _api(provider: str, source: str) -> ModelApi:
-    if provider in PROVIDERS:
-        return PROVIDERS[provider]
-    known = ", ".join(PROVIDERS)
-    if provider in NOT_HERE:
-        raise JudgeConfigError(
-            f"{source}: the judge provider {provider!r} is not supported here (supported: {known}); "
-            "serve the model behind an OpenAI-compatible endpoint and use openai_compatible"
-        )
-    raise JudgeConfigError(f"{source}: unknown judge provider {provider!r} (supported: {known})")
 
 
 def _key(
@@ -313,46 +295,24 @@ def _key(
         (settings.configured.key_env, "judge_key_env"),
     )
     if named is not None:
-        name, source = str(named[0]).strip(), named[1]
-        value = _read_env(name, source, environ)
-        if not value:
-            raise JudgeConfigError(
-                f"{source}: the environment variable {name} is not set or empty; export the judge's API key in it"
-            )
-        return name, Secret(value)
+        source = named[1]
+        name = checks.env_name(str(named[0]).strip(), source, error=JudgeConfigError)
+        return name, checks.key(name, source, environ, error=JudgeConfigError, whose="the judge's")
     name = defaults.api_key_env
     if api == "anthropic" and name == OPENAI_KEY_ENV:
         name = ANTHROPIC_KEY_ENV  # upstream's generic default names OpenAI's variable
-    value = _read_env(name, "the call's default_api_key_env", environ) if name else ""
+    if name:
+        checks.env_name(name, "the call's default_api_key_env", error=JudgeConfigError)
+    value = environ.get(name, "").strip() if name else ""
     return (name or None), (Secret(value) if value else None)
-
-
-def _read_env(name: str, source: str, environ: Mapping[str, str]) -> str:
-    if not ENV_NAME.match(name):
-        # Most likely the key itself was given instead of a variable's name: never repeat it.
-        raise JudgeConfigError(
-            f"{source} must be the NAME of an environment variable (e.g. OPENAI_API_KEY), not the key itself"
-        )
-    return environ.get(name, "").strip()
 
 
 def _int(
     opts: Mapping[str, Any], environ: Mapping[str, str], name: str, default: int, *, aliases: tuple[str, ...] = ()
 ) -> int:
     found = _pick(*((opts.get(n), f"options.{n}") for n in (name, *aliases)), (environ.get(ENV[name]), ENV[name]))
-    return _whole(*(found or (default, f"the default {name}")), minimum=1)
-
-
-def _whole(value: Any, source: str, *, minimum: int) -> int:
-    try:
-        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-            raise ValueError
-        number = int(value)
-    except (TypeError, ValueError):
-        raise JudgeConfigError(f"{source}: expected a whole number of {minimum} or more, got {value!r}") from None
-    if number < minimum:
-        raise JudgeConfigError(f"{source}: expected a whole number of {minimum} or more, got {value!r}")
-    return number
+    value, source = found or (default, f"the default {name}")
+    return checks.whole(value, source, error=JudgeConfigError, minimum=1)
 
 
 def _float(
@@ -361,24 +321,11 @@ def _float(
     found = _pick((opts.get(name), f"options.{name}"), (environ.get(ENV[name]), ENV[name]))
     if found is None:
         return default
-    value, source = found
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = float(value)
-    except (TypeError, ValueError):
-        raise JudgeConfigError(f"{source}: expected a number of {minimum:g} or more, got {value!r}") from None
-    if not number >= minimum:  # NaN too
-        raise JudgeConfigError(f"{source}: expected a number of {minimum:g} or more, got {value!r}")
-    return number
+    return checks.number(*found, error=JudgeConfigError, minimum=minimum)
 
 
 def _choice(opts: Mapping[str, Any], environ: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str | None:
     found = _pick((opts.get(name), f"options.{name}"), (environ.get(ENV[name]), ENV[name]))
     if found is None:
         return None
-    value, source = found
-    text = str(value).strip().lower()
-    if text not in allowed:
-        raise JudgeConfigError(f"{source}: expected one of {', '.join(allowed)}, got {value!r}")
-    return text
+    return checks.choice(*found, allowed, error=JudgeConfigError)

@@ -26,14 +26,12 @@ from typing import Any, ClassVar
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.models.base import ModelError
 from pytest_osworld.models.messages import Message
-from pytest_osworld.models.secrets import EndpointUrl, Redactor, Secret
+from pytest_osworld.models.secrets import Redactor, Secret
 from pytest_osworld.record import ModelCalls, Usage
+from pytest_osworld.v2.llm import fields as checks
 from pytest_osworld.v2.llm.clients import ClientPool
 from pytest_osworld.v2.llm.judge import count_calls, did_not_answer, empty_answer
 from pytest_osworld.v2.llm.settings import (
-    ENV_NAME,
-    NOT_HERE,
-    PROVIDERS,
     REASONING_EFFORTS,
     CallDefaults,
     JudgeConfig,
@@ -356,13 +354,7 @@ def _llm_user(
         named = env.key_env() or fields.key_env()
         if named is not None:
             name, source = named
-            value = environ.get(name, "").strip()
-            if not value:
-                raise UserSimError(
-                    f"{source}: the environment variable {name} is not set or empty; "
-                    "export the simulated user's API key in it"
-                )
-            key = (name, Secret(value))
+            key = (name, checks.key(name, source, environ, error=UserSimError, whose="the simulated user's"))
     try:
         config = resolve(options, judge_config, environ, CallDefaults(max_tokens=DEFAULT_MAX_TOKENS), key=key)
     except JudgeConfigError as exc:
@@ -402,73 +394,34 @@ class _Fields:
 
     def whole(self, name: str) -> int | None:
         value = self._get(name)
-        if value is None:
-            return None
-        try:
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError
-            number = int(value)
-        except (TypeError, ValueError):
-            number = 0
-        if number < 1:
-            raise self.error(f"{self.label(name)}: expected a whole number of 1 or more, got {value!r}")
-        return number
+        return None if value is None else checks.whole(value, self.label(name), error=self.error, minimum=1)
 
     def number(self, name: str) -> float | None:
         value = self._get(name)
-        if value is None:
-            return None
-        try:
-            if isinstance(value, bool):
-                raise ValueError
-            number = float(value)
-        except (TypeError, ValueError):
-            number = -1.0
-        if not number >= 0:
-            raise self.error(f"{self.label(name)}: expected a number of 0 or more, got {value!r}")
-        return number
+        return None if value is None else checks.number(value, self.label(name), error=self.error, minimum=0.0)
 
     def provider(self) -> str | None:
         value = self.text("provider")
-        if value is None:
-            return None
-        value = value.strip().lower()
-        if value not in PROVIDERS:
-            here = " is not supported here" if value in NOT_HERE else " is unknown"
-            raise self.error(
-                f"{self.label('provider')}: the provider {value!r}{here} (supported: {', '.join(PROVIDERS)})"
-            )
-        return value
+        return None if value is None else checks.provider(value, self.label("provider"), error=self.error)[0]
 
     def url(self) -> str | None:
         value = self.text("base_url")
         if value is not None:
-            try:
-                EndpointUrl.parse(value)
-            except ValueError as exc:
-                raise self.error(f"{self.label('base_url')}: not usable: {exc}") from None
+            checks.url(value, self.label("base_url"), error=self.error)
         return value
 
     def effort(self) -> str | None:
         value = self.text("reasoning_effort")
-        if value is not None and value.strip().lower() not in REASONING_EFFORTS:
-            raise self.error(
-                f"{self.label('reasoning_effort')}: expected one of {', '.join(REASONING_EFFORTS)}, got {value!r}"
-            )
-        return value.strip().lower() if value is not None else None
+        if value is None:
+            return None
+        return checks.choice(value, self.label("reasoning_effort"), REASONING_EFFORTS, error=self.error)
 
     def key_env(self) -> tuple[str, str] | None:
         """The variable named for the key, and where it was named."""
         value = self.text("api_key_env")
         if value is None:
             return None
-        value = value.strip()
-        if not ENV_NAME.match(value):
-            raise self.error(
-                f"{self.label('api_key_env')} must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "
-                "not the key itself"
-            )
-        return value, self.label("api_key_env")
+        return checks.env_name(value.strip(), self.label("api_key_env"), error=self.error), self.label("api_key_env")
 
 
 class _EnvFields(_Fields):
