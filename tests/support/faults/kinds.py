@@ -13,6 +13,7 @@ import os
 import random
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ ANCHORS: dict[str, tuple[str, tuple[float, float]]] = {
     "record": ("record_write", (0.0, 0.004)),  # while the record is being written
 }
 MODEL_RETRIES = 1  # the run's --osworld-model-retries
+CONTAINER_WAIT_S = 60.0  # how long a container fault waits for its task's container to exist
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,14 @@ def _masked_with(record: Record | None, reasons: set[str]) -> str | None:
 
 class ContainerKilled(Fault):
     def inject(self, injection: Injection) -> None:
-        for container in injection.containers(f"{LABEL_TASK}={injection.moment.task}"):
+        # Drawn early in a sandbox's start, the moment may come before its container exists on a busy
+        # engine (claims take seconds there): the fault strikes as soon as it does.
+        deadline = time.monotonic() + CONTAINER_WAIT_S
+        found = injection.containers(f"{LABEL_TASK}={injection.moment.task}")
+        while not found and time.monotonic() < deadline:
+            time.sleep(0.2)
+            found = injection.containers(f"{LABEL_TASK}={injection.moment.task}")
+        for container in found:
             container.kill()
             injection.landed, injection.detail = True, f"killed {container.name}"
 
