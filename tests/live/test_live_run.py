@@ -37,6 +37,7 @@ import pytest
 from tests.episode.runs import BUNDLED, Run, bundled_task
 from tests.support.browser import Chromium, Tab, wait_for
 from tests.support.model_server import ModelServer, RecordedRequest, Reply, Status
+from tests.support.polling import poll_until
 
 pytestmark = pytest.mark.docker
 
@@ -188,16 +189,6 @@ def _log(engine: docker.DockerClient, sandbox: str) -> str:
     return str(result.output.decode(errors="replace")) if result.exit_code == 0 else ""
 
 
-def _poll(probe: Callable[[], int], enough: Callable[[int], bool], timeout: float) -> int:
-    """``probe``'s value once ``enough`` holds, or its last value when ``timeout`` runs out first."""
-    deadline = time.monotonic() + timeout
-    value = probe()
-    while not enough(value) and time.monotonic() < deadline:
-        time.sleep(0.2)
-        value = probe()
-    return value
-
-
 def _log_with(engine: docker.DockerClient, sandbox: str, text: str) -> str | None:
     log = _log(engine, sandbox)
     return log if text in log else None
@@ -243,7 +234,7 @@ def _watch(
     )
     watch.click(box["x"], box["y"])
     # Waited for, not required: a bridge that let them through fails the read-only test alone.
-    seen.dropped = _poll(lambda: int(_api(url)[WATCHED]["input_dropped"]), lambda n: n >= 4, timeout=15)
+    seen.dropped = poll_until(lambda: int(_api(url)[WATCHED]["input_dropped"]), lambda n: n >= 4, timeout=15)
     seen.watched_log = _log(engine, sandbox)
     gate.give(WATCHED, CLOSE_LOGGER)
     seen.canvas_after = wait_for(

@@ -13,7 +13,6 @@ import os
 import random
 import signal
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from pytest_osworld.sandbox import LABEL_PID, LABEL_ROLE, LABEL_RUN_ID, LABEL_TA
 from tests.support.faults.agent import Drops, ScriptedAgent
 from tests.support.faults.disk import Disk
 from tests.support.faults.engine import OwnEngine
+from tests.support.polling import poll_until
 
 Record = dict[str, Any]
 
@@ -155,11 +155,9 @@ class ContainerKilled(Fault):
     def inject(self, injection: Injection) -> None:
         # Drawn early in a sandbox's start, the moment may come before its container exists on a busy
         # engine (claims take seconds there): the fault strikes as soon as it does.
-        deadline = time.monotonic() + CONTAINER_WAIT_S
-        found = injection.containers(f"{LABEL_TASK}={injection.moment.task}")
-        while not found and time.monotonic() < deadline:
-            time.sleep(0.2)
-            found = injection.containers(f"{LABEL_TASK}={injection.moment.task}")
+        found = poll_until(
+            lambda: injection.containers(f"{LABEL_TASK}={injection.moment.task}"), bool, CONTAINER_WAIT_S
+        )
         for container in found:
             container.kill()
             injection.landed, injection.detail = True, f"killed {container.name}"
