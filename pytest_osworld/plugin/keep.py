@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_osworld.errors import OsworldError
+from pytest_osworld.plugin.items import OsworldItem
 from pytest_osworld.plugin.run import get_run
 from pytest_osworld.record import TaskResult, Termination
 from pytest_osworld.results.store import RESULT_JSON, RunStore
@@ -100,10 +101,13 @@ def keep_after_test(item: pytest.Item, sandbox: Sandbox, owner: Owner, result: T
     item). Never raises but for an interrupt: anything else removes it as usual."""
     run = get_run(item.config)
     limit = run.settings.sandbox.keep_failed
-    why = why_kept(result or getattr(item, "osworld_result", None)) if limit else None
+    task_item = item if isinstance(item, OsworldItem) else None
+    if result is None and task_item is not None:
+        result = task_item.osworld_result
+    why = why_kept(result) if limit else None
     if why is None:
         return False
-    key = str(getattr(item, "run_key", item.nodeid))
+    key = task_item.run_key if task_item else item.nodeid
     try:
         if not sandbox.alive():
             return False  # nothing to look at: its record has its last log lines

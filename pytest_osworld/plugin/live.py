@@ -29,6 +29,7 @@ from pytest_osworld.live.novnc import find_novnc
 from pytest_osworld.live.observer import EpisodeObserver, Phase
 from pytest_osworld.live.server import LiveServer, LiveServerError
 from pytest_osworld.live.state import LiveState
+from pytest_osworld.plugin.items import OsworldItem
 from pytest_osworld.plugin.outcomes import report_info
 from pytest_osworld.plugin.run import get_run
 from pytest_osworld.record import HumanInput, TaskResult, Usage
@@ -45,7 +46,8 @@ _DIR_KEY = "osworld_live_dir"  # in xdist's workerinput: the channel folder
 TAIL_INTERVAL_S = 0.25
 
 
-@dataclass
+# eq=False keeps it hashable: pytest before 8.4 keeps registered plugins in a set.
+@dataclass(eq=False)
 class _Live:
     channel: Channel
     publisher: Publisher | None = None  # None in xdist's controller: it runs no task
@@ -92,10 +94,8 @@ def _live(config: pytest.Config) -> _Live | None:
 
 
 def _task_key(item: pytest.Item) -> str | None:
-    """A task item's run key (v1 and OSWorld-V2 items both carry one); None for any other test.
-    Read by attribute: plugin/v2.py imports this module."""
-    key = getattr(item, "run_key", None)
-    return key if isinstance(key, str) and hasattr(item, "entry") else None
+    """A task item's run key (v1 and OSWorld-V2 items alike); None for any other test."""
+    return item.run_key if isinstance(item, OsworldItem) else None
 
 
 @pytest.hookimpl(trylast=True)  # after the run exists (plugin/hooks.py) and resume has chosen its id
@@ -167,10 +167,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     tasks = []
     for item in session.items:
-        key = _task_key(item)
-        if key is not None:
-            entry = getattr(item, "entry")  # noqa: B009 - a task item's, see _task_key
-            tasks.append({"key": key, "name": item.name, "max_steps": run.settings.for_task(entry.id).loop.max_steps})
+        if isinstance(item, OsworldItem):
+            max_steps = run.settings.for_task(item.entry.id).loop.max_steps
+            tasks.append({"key": item.run_key, "name": item.name, "max_steps": max_steps})
     live.publisher.publish("selected", tasks=tasks)
 
 
@@ -192,13 +191,13 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
 def _publish_kept(item: pytest.Item) -> None:
     """A task whose sandbox ``--osworld-keep-failed`` kept (its record says so once its fixtures are
     torn down, plugin/keep.py): the page lists it with why, and its desktop stays watchable."""
-    live, key = _live(item.config), _task_key(item)
-    if live is None or live.publisher is None or key is None:
+    live = _live(item.config)
+    if live is None or live.publisher is None or not isinstance(item, OsworldItem):
         return
-    result = getattr(item, "osworld_result", None)
-    kept = result.sandbox.get("kept") if isinstance(result, TaskResult) else None
+    result = item.osworld_result
+    kept = result.sandbox.get("kept") if result is not None else None
     if isinstance(kept, dict):
-        live.publisher.publish("kept", key=key, sandbox=kept.get("name"), why=kept.get("why"))
+        live.publisher.publish("kept", key=item.run_key, sandbox=kept.get("name"), why=kept.get("why"))
 
 
 # Not trylast: plugin/results.py (registered after this module, so called before it) has written the
