@@ -126,8 +126,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
         group = next((g for f, g in _GROUPS_BY_FIXTURE.items() if f in getattr(item, "fixturenames", ())), None)
-        if group is None:
-            folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
-            group = _GROUPS_BY_FOLDER.get(folder)
+        inside = item.path.relative_to(tests) if item.path.is_relative_to(tests) else None
+        if group is None and inside is not None:
+            group = _GROUPS_BY_FOLDER.get(inside.parts[0])
+        if group is None and inside is not None and _shares_a_module_fixture(item):
+            # Made once per worker that runs one of the module's tests: spread over three workers, a module's
+            # real run (the live page's, keep-failed's) ran three times at once. One lane makes it once.
+            group = f"module:{inside.as_posix()}"
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the item's fixtures
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
