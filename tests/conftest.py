@@ -125,6 +125,8 @@ _GROUPS_BY_FOLDER = {"vm": "vm", "faults": "faults"}
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue  # a lane the module chose itself (the native runs share one, the Ray cluster its own)
         group = next((g for f, g in _GROUPS_BY_FIXTURE.items() if f in getattr(item, "fixturenames", ())), None)
         inside = item.path.relative_to(tests) if item.path.is_relative_to(tests) else None
         if group is None and inside is not None:
