@@ -173,11 +173,25 @@ class GuestServerKilled(Fault):
         return {"signal": rng.choice(["KILL", "TERM"])}
 
     def inject(self, injection: Injection) -> None:
-        for container in injection.containers(f"{LABEL_TASK}={injection.moment.task}"):
-            sig = injection.moment.extra["signal"]
-            code, _ = container.exec_run(["pkill", f"-{sig}", "-f", "-x", "python3 -m guest_server"], user="root")
-            injection.landed = code == 0
-            injection.detail = f"pkill -{sig} guest_server in {container.name}: exit {code}"
+        # Drawn early in a sandbox's start, the moment may come before its container or its guest server
+        # exists on a busy engine: the fault strikes as soon as there is a server to kill.
+        sig = injection.moment.extra["signal"]
+
+        def kill() -> bool:
+            for container in injection.containers(f"{LABEL_TASK}={injection.moment.task}"):
+                try:
+                    code, _ = container.exec_run(
+                        ["pkill", f"-{sig}", "-f", "-x", "python3 -m guest_server"], user="root"
+                    )
+                except docker.errors.APIError as error:  # the container ended meanwhile
+                    injection.detail = f"pkill -{sig} guest_server in {container.name}: {error.explanation}"
+                    continue
+                injection.detail = f"pkill -{sig} guest_server in {container.name}: exit {code}"
+                if code == 0:
+                    return True
+            return False
+
+        injection.landed = poll_until(kill, bool, CONTAINER_WAIT_S)
 
     def judge(self, key: str, record: Record | None, injection: Injection) -> str | None:
         if key != injection.moment.task or not injection.landed or record is None:
