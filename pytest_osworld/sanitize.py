@@ -18,6 +18,8 @@ MIN_SECRET_LENGTH = 4
 # Environment values are taken as secrets only from variables named like one, and only when long
 # enough to be one ("false", "1" are not).
 MIN_ENV_SECRET_LENGTH = 8
+# What a shell accepts as a variable's name (matched whole: `$` would also admit a trailing newline).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_ENV_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|passw(or)?d|credential)")
 # The guest user's password of upstream's VM and of the project's desktop: public, and a common word.
 _PUBLIC_PASSWORDS = frozenset({"password"})
@@ -53,6 +55,11 @@ _SECRET_KEY = re.compile(
 # Secret values this process knows of (the plugin remembers them at configure), so that a writer which
 # is handed no secrets (an Allure step, say) still leaves them out.
 _KNOWN: set[str] = set()
+
+
+def is_env_name(name: str) -> bool:
+    """Whether ``name`` is an environment variable's name (settings name the variable, never the secret)."""
+    return _ENV_NAME.fullmatch(name) is not None
 
 
 def remember(secrets: Iterable[str]) -> None:

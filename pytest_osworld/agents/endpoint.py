@@ -6,7 +6,6 @@ the models' clients sit below the agents."""
 from __future__ import annotations
 
 import os
-import re
 
 import httpx
 
@@ -17,17 +16,17 @@ from pytest_osworld.models.openai_client import OpenAIClient
 from pytest_osworld.models.retry import RetryPolicy
 from pytest_osworld.models.secrets import Secret
 from pytest_osworld.models.transport import HttpModelClient
+from pytest_osworld.sanitize import is_env_name
 from pytest_osworld.settings import Settings
 
 CLIENTS: dict[str, type[HttpModelClient]] = {"openai": OpenAIClient, "anthropic": AnthropicClient}
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def read_key(key_env: str | None) -> Secret | None:
     """The API key from the environment variable named ``key_env``; None when no variable is named."""
     if not key_env:
         return None
-    if not _ENV_NAME.match(key_env):
+    if not is_env_name(key_env):
         # Most likely the key itself was given instead of a variable's name: never repeat it.
         raise ModelConfigError(
             "--osworld-model-key-env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "

@@ -20,12 +20,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pytest_osworld.errors import OsworldError
+from pytest_osworld.sanitize import is_env_name
 from pytest_osworld.units import HttpPath
 
 # One DNS label: a service's name is also the first label of its hostname.
 _LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_SUFFIX = "osworld.test"  # .test is reserved (RFC 2606): it never names a real site
 
 
@@ -124,7 +124,7 @@ class Service(_Model):
     @classmethod
     def _env_names(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not _ENV_NAME.match(name):
+            if not is_env_name(name):
                 raise ValueError(f"{name!r} is not an environment variable name (letters, digits and '_')")
         return value
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_osworld.sanitize import collect_secrets, sanitize, scrub
+from pytest_osworld.sanitize import collect_secrets, is_env_name, sanitize, scrub
 from pytest_osworld.settings import Settings
 
 
@@ -68,3 +68,15 @@ def test_collect_secrets_finds_the_model_key_and_secret_named_variables() -> Non
     }
     assert collect_secrets(settings, env) == ("hf_abcdefghij", "k-123456789")
     assert "guest-pass" in collect_secrets(Settings(client_password="guest-pass"), {})
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "_x", "key2"])
+def test_a_variable_name_is_an_env_name(name: str) -> None:
+    assert is_env_name(name)
+
+
+# A key pasted where the variable's name belongs is refused (and so never repeated); a trailing newline
+# (what `$` in a pattern lets through) is no name either.
+@pytest.mark.parametrize("name", ["", "2KEY", "sk-proj-abc", "KEY\n", "A B", "KEY="])
+def test_anything_else_is_not(name: str) -> None:
+    assert not is_env_name(name)

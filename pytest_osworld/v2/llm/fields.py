@@ -10,15 +10,13 @@ Which source a value is taken from, and an absent value, are the caller's busine
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from pytest_osworld.errors import OsworldError
 from pytest_osworld.models.base import ModelApi
 from pytest_osworld.models.secrets import EndpointUrl, Secret
-
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+from pytest_osworld.sanitize import is_env_name
 
 # Upstream's provider names and the client each one uses here.
 PROVIDERS: dict[str, ModelApi] = {
@@ -101,7 +99,7 @@ def url(value: Any, source: str, *, error: Error, what: str | None = None) -> En
 
 def env_name(value: str, source: str, *, error: Error) -> str:
     """The NAME of an environment variable (the key is read from it, never written in a setting)."""
-    if not ENV_NAME.match(value):
+    if not is_env_name(value):
         # Most likely the key itself was given instead of a variable's name: never repeat it.
         raise error(f"{source} must be the NAME of an environment variable (e.g. OPENAI_API_KEY), not the key itself")
     return value
