@@ -65,23 +65,44 @@ def test_doing_nothing_scores_zero(fresh_desktop: Desktop, tmp_path: Path, entry
     assert [r.type for r in ctx.steps if r.phase == "postconfig"] == ["activate_window", "sleep", "execute", "sleep"]
 
 
+ANSWER_STEPS = (  # three agent steps, each followed by the episode's pause, as upstream's step() does
+    "pyautogui.hotkey('ctrl', 'home'); pyautogui.press('right', presses=4); pyautogui.press('down', presses=2)",
+    "pyautogui.typewrite('191.6667\\n')",
+    "pyautogui.hotkey('ctrl', 's')",
+)
+ATTEMPTS = 3
+SAVE_WAIT_S = 30.0
+
+
+def answer_and_save(ctx: Any, attempt_shots: Path) -> Any:
+    """E3's saved value after the answer's steps. On an engine loaded by a whole suite a keystroke can be
+    lost while Calc is busy (seen: the file never saved): after a wait the steps are taken again, as an
+    agent that looks at the screen would, and each miss leaves its screenshot."""
+    value = None
+    for attempt in range(1, ATTEMPTS + 1):
+        for action in ANSWER_STEPS:
+            done = ctx.guest.run_pyautogui(action)
+            assert done.returncode == 0, done.error
+            time.sleep(STEP_PAUSE_S)
+        deadline = time.monotonic() + SAVE_WAIT_S
+        while (value := cell(ctx, "E3")) != 191.6667 and time.monotonic() < deadline:
+            if "Confirm File Format" in ctx.guest.execute(["wmctrl", "-l"]).output:
+                ctx.guest.run_pyautogui("pyautogui.press('enter')")  # keep the xlsx format
+            time.sleep(0.5)  # poll the saved file
+        if value == 191.6667:
+            return value
+        (attempt_shots / f"unsaved-{attempt}.png").write_bytes(ctx.guest.screenshot())
+        ctx.guest.run_pyautogui("pyautogui.press('esc'); pyautogui.press('esc')")  # out of an edit or a dialog
+    windows = ctx.guest.execute(["wmctrl", "-l"]).output
+    pytest.fail(
+        f"the workbook was not saved after {ATTEMPTS} tries: E3 is {value!r}; windows:\n{windows}"
+        f"screenshots in {attempt_shots}"
+    )
+
+
 def test_the_answer_scores_one(fresh_desktop: Desktop, tmp_path: Path, entry: TaskEntry) -> None:
     ctx = prepared(fresh_desktop, tmp_path, entry)
-    # Three agent steps, each followed by the episode's pause, as upstream's step() does.
-    for action in (
-        "pyautogui.hotkey('ctrl', 'home'); pyautogui.press('right', presses=4); pyautogui.press('down', presses=2)",
-        "pyautogui.typewrite('191.6667\\n')",
-        "pyautogui.hotkey('ctrl', 's')",
-    ):
-        done = ctx.guest.run_pyautogui(action)
-        assert done.returncode == 0, done.error
-        time.sleep(STEP_PAUSE_S)
-    deadline = time.monotonic() + 60
-    while cell(ctx, "E3") != 191.6667:
-        assert time.monotonic() < deadline, "the workbook was not saved"
-        if "Confirm File Format" in ctx.guest.execute(["wmctrl", "-l"]).output:
-            ctx.guest.run_pyautogui("pyautogui.press('enter')")  # keep the xlsx format
-        time.sleep(0.5)  # poll the saved file
+    assert answer_and_save(ctx, tmp_path) == 191.6667
     result = evaluate(ctx, entry.task, "DONE")
     assert result.score == 1.0, result.message
     assert evaluate(ctx, entry.task, "FAIL").score == 0.0
