@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import secrets
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from tests.support.model_server import ModelServer
 from tests.support.paths import REPO
@@ -87,3 +89,14 @@ def bundled_task(task_id: str) -> dict[str, Any]:
 def scripted_pyautogui(server: ModelServer) -> tuple[str, ...]:
     """The options that drive the pyautogui runner with the server's scripted model."""
     return ("--osworld-agent", "pyautogui", "--osworld-model-url", server.openai_url, "--osworld-model", "scripted")
+
+
+RED = (255, 0, 0)
+PAINT_ROOT_RED = "import subprocess; subprocess.run(['xsetroot', '-solid', '#ff0000'], check=True)"
+
+
+def corner(png: bytes) -> tuple[int, ...]:
+    """A pixel of the root window, which no window of the empty desktop covers."""
+    with Image.open(io.BytesIO(png)) as image:
+        pixel: tuple[int, ...] = image.convert("RGB").getpixel((10, 10))  # type: ignore[assignment]
+        return pixel

@@ -3,28 +3,15 @@ is the screen after action N, and the model's next prompt shows that same screen
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
-from PIL import Image
 
-from tests.episode.runs import run_tasks, scripted_pyautogui
+from tests.episode.runs import PAINT_ROOT_RED, RED, corner, run_tasks, scripted_pyautogui
 from tests.support.model_server import ModelServer, Reply
 from tests.support.taskfactory import task, write_jsonl
 
 pytestmark = pytest.mark.docker
-
-
-RED = (255, 0, 0)
-PAINT_ROOT_RED = "import subprocess; subprocess.run(['xsetroot', '-solid', '#ff0000'], check=True)"
-
-
-def corner(png: bytes) -> tuple[int, ...]:
-    """A pixel of the root window, which no window of the empty desktop covers."""
-    with Image.open(io.BytesIO(png)) as image:
-        pixel: tuple[int, ...] = image.convert("RGB").getpixel((10, 10))  # type: ignore[assignment]
-        return pixel
 
 
 def test_step_screenshots_and_the_next_prompt_show_the_screen_after_the_action(

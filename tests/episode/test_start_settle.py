@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.episode.runs import run_tasks, scripted_pyautogui
-from tests.episode.test_post_action import RED, corner
+from tests.episode.runs import RED, corner, run_tasks, scripted_pyautogui
 from tests.support.model_server import ModelServer, Reply
 from tests.support.taskfactory import task, write_jsonl
 

@@ -22,8 +22,9 @@ from pytest_osworld.sandbox.profiles import sandbox_provides
 from pytest_osworld.settings import Settings
 from pytest_osworld.tasks.needs import needs_of
 from pytest_osworld.tasks.readers import read_input
-from tests.support.guest_containers import Guest, wait_until
+from tests.support.guest_containers import Guest
 from tests.support.paths import shared_examples
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -101,7 +102,7 @@ def test_vlc_plays_headless_and_answers_on_8080_with_the_password(make_guest: Ca
         found = re.search(r"<time>(\d+)</time>", guest.execute(status)["output"] or "")
         return int(found.group(1)) if found and int(found.group(1)) >= 2 else None
 
-    wait_until(seconds_played, 60, "VLC's playback clock to pass 2 s", interval=0.5)
+    wait_for(seconds_played, "VLC's playback clock to pass 2 s", timeout=60, every=0.5)
     xml = guest.run_ok(status)
     assert "<state>playing</state>" in xml and "tone.mp4" in xml
     # Without the password the interface refuses.
@@ -156,7 +157,7 @@ def test_code_installs_lists_and_opens_with_vs_code_paths(make_guest: Callable[.
             return None
         return value if isinstance(value, dict) and value.get("editor.wordWrapColumn") == 50 else None
 
-    wait_until(saved, 30, f"VS Code to save {settings}", interval=0.5)
+    wait_for(saved, f"VS Code to save {settings}", timeout=30, every=0.5)
 
 
 def test_thunderbird_starts_on_a_profile_unpacked_into_home(make_guest: Callable[..., Guest]) -> None:
@@ -181,10 +182,11 @@ def test_thunderbird_starts_on_a_profile_unpacked_into_home(make_guest: Callable
     launch(guest, ["/usr/bin/thunderbird"])
     guest.wait_for_window("Mozilla Thunderbird", APP_START_S)
     # Thunderbird runs on the unpacked profile: it writes its start records there.
-    wait_until(
+    wait_for(
         lambda: guest.execute(["test", "-e", f"/home/user/{profile}/compatibility.ini"])["returncode"] == 0,
-        APP_START_S,
         "Thunderbird to write compatibility.ini into the unpacked profile",
+        timeout=APP_START_S,
+        every=0.1,
     )
     assert "thunderbird" in guest.run_ok(["sh", "-c", "command -v thunderbird"])
 
@@ -202,10 +204,11 @@ def test_gimp_opens_an_image_and_keeps_its_config_where_the_getter_reads(
     launch(guest, ["gimp", "/home/user/Desktop/red.png"])
     title = guest.wait_for_window("GIMP", APP_START_S)
     # GIMP names its image window after the file once the image has loaded.
-    wait_until(
+    wait_for(
         lambda: any("red" in t and "64x48" in t for t in guest.window_titles()),
-        APP_START_S,
         f"GIMP's image window for red.png (saw {title!r})",
+        timeout=APP_START_S,
+        every=0.1,
     )
 
 

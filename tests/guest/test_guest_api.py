@@ -17,7 +17,8 @@ import httpx
 import pytest
 from PIL import Image
 
-from tests.support.guest_containers import VNC_PORT, Guest, wait_until
+from tests.support.guest_containers import VNC_PORT, Guest
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -169,10 +170,11 @@ def test_download_file_fetches_into_the_guest(guest: Guest) -> None:
         },
     )
     assert launched.status_code == 200, launched.text
-    wait_until(
+    wait_for(
         lambda: guest.execute(["curl", "-sf", "-o", "/dev/null", f"http://127.0.0.1:{port}/blob"])["returncode"] == 0,
-        30,
         "the web server in the guest",
+        timeout=30,
+        every=0.1,
     )
     target = f"{base}/downloaded/blob"
     answer = guest.http.post(
@@ -252,10 +254,8 @@ def test_launch_returns_at_once_and_the_program_runs(guest: Guest) -> None:
     answer = guest.http.post("/setup/launch", json={"command": ["bash", "-c", f"exec -a {marker} sleep 30"]})
     assert answer.status_code == 200, answer.text
     assert time.monotonic() - started < 5
-    wait_until(
-        lambda: marker in guest.execute(["ps", "-eo", "args"])["output"],
-        10,
-        "the launched program",
+    wait_for(
+        lambda: marker in guest.execute(["ps", "-eo", "args"])["output"], "the launched program", timeout=10, every=0.1
     )
     string_form = guest.http.post("/setup/launch", json={"command": "sleep 1", "shell": True})
     assert string_form.status_code == 200

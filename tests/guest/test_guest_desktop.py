@@ -13,7 +13,8 @@ import httpx
 import pytest
 from PIL import Image
 
-from tests.support.guest_containers import DEVTOOLS_PORT, Guest, wait_until
+from tests.support.guest_containers import DEVTOOLS_PORT, Guest
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -42,12 +43,12 @@ def test_calc_formula_typed_through_execute(make_guest: Callable[..., Guest]) ->
         cell = calc_cell(guest, "A1")
         return cell is not None and cell.get(f"{{{STATE_NS}}}focused") == "true"
 
-    wait_until(a1_has_focus, 90, "Calc's sheet to take the keyboard focus", interval=0.5)
+    wait_for(a1_has_focus, "Calc's sheet to take the keyboard focus", timeout=90, every=0.5)
 
     before = guest.screenshot()
     typed = guest.pyautogui("pyautogui.typewrite('=6*7\\n')")
     assert typed["returncode"] == 0, typed
-    wait_until(lambda: guest.screenshot() != before, 30, "the screen to show the typed formula")
+    wait_for(lambda: guest.screenshot() != before, "the screen to show the typed formula", timeout=30, every=0.1)
 
     def a1_value_and_formula() -> tuple[str, str] | None:
         cell = calc_cell(guest, "A1")
@@ -56,7 +57,7 @@ def test_calc_formula_typed_through_execute(make_guest: Callable[..., Guest]) ->
         return cell.text, cell.get(f"{{{ATTRIBUTES_NS}}}Formula", "")
 
     # An Element with no children is falsy, hence the tuple.
-    assert wait_until(a1_value_and_formula, 60, "cell A1 to hold 42", interval=0.5) == (
+    assert wait_for(a1_value_and_formula, "cell A1 to hold 42", timeout=60, every=0.5) == (
         "42",
         "6*7",
     )
@@ -83,10 +84,11 @@ def test_text_editor_opens_a_file_and_types_less_than(
     guest.pyautogui(
         "pyautogui.hotkey('ctrl', 'end'); pyautogui.typewrite('a<b>c', interval=0.05); pyautogui.hotkey('ctrl', 's')"
     )
-    saved = wait_until(
+    saved = wait_for(
         lambda: (text := guest.http.post("/file", data={"file_path": path}).text).endswith("c\n") and text,
-        30,
         "gedit to save the file with what was typed",
+        timeout=30,
+        every=0.1,
     )
     # gedit drops the file's last newline while editing and writes one back on save.
     assert saved == "starta<b>c\n"
@@ -97,11 +99,7 @@ def test_text_editor_opens_a_file_and_types_less_than(
 
     closed = guest.http.post("/setup/close_window", json={"window_name": "gedit", "by_class": True})
     assert closed.status_code == 200 and "closed" in closed.text
-    wait_until(
-        lambda: not any("gedit" in t for t in guest.window_titles()),
-        30,
-        "gedit to close",
-    )
+    wait_for(lambda: not any("gedit" in t for t in guest.window_titles()), "gedit to close", timeout=30, every=0.1)
 
 
 def test_chrome_devtools_reachable_through_socat_on_9222(
@@ -123,7 +121,7 @@ def test_chrome_devtools_reachable_through_socat_on_9222(
             return None
         return answer.json() if answer.status_code == 200 else None
 
-    info = wait_until(version, 60, "Chrome DevTools on the published port 9222")
+    info = wait_for(version, "Chrome DevTools on the published port 9222", timeout=60, every=0.1)
     assert "Chrome/" in info["Browser"]
     assert info["webSocketDebuggerUrl"].startswith("ws://")
     # Chrome keeps its profile where OSWorld's getters read it.
@@ -233,4 +231,4 @@ def test_terminal_output_of_gnome_terminal(make_guest: Callable[..., Guest]) -> 
         output = guest.http.get("/terminal").json()["output"]
         return output if output and "from-the-terminal\n" in output else None
 
-    assert "from-the-terminal" in wait_until(terminal_text, 30, "the terminal's text")
+    assert "from-the-terminal" in wait_for(terminal_text, "the terminal's text", timeout=30, every=0.1)

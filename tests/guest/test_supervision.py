@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.guest_containers import GUEST_PORT, VNC_PORT, Guest, wait_until
+from tests.support.guest_containers import GUEST_PORT, VNC_PORT, Guest
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -101,10 +102,11 @@ SERVICES = {
 def wait_back(guest: Guest, service: Service, old: list[int]) -> float:
     """Seconds until ``service`` runs as a new process and answers."""
     started = time.monotonic()
-    wait_until(
+    wait_for(
         lambda: (found := pids(guest, *service.pattern)) and found != old and service.answers(guest),
-        BACK_LIMIT_S,
         f"{service.name} to run again and answer",
+        timeout=BACK_LIMIT_S,
+        every=0.1,
     )
     return time.monotonic() - started
 
@@ -130,7 +132,7 @@ def test_the_supervisor_is_out_of_the_desktop_users_reach(guest: Guest) -> None:
 @pytest.mark.parametrize("name", SUPERVISED)
 def test_a_killed_process_comes_back_within_seconds(guest: Guest, name: str) -> None:
     service = SERVICES[name]
-    wait_until(lambda: service.answers(guest), BACK_LIMIT_S, f"{name} to answer before the test")
+    wait_for(lambda: service.answers(guest), f"{name} to answer before the test", timeout=BACK_LIMIT_S, every=0.1)
     before = len(restarts(guest))
     old = pids(guest, *service.pattern)
     guest_server = pids(guest, *SERVICES["guest-server"].pattern)
@@ -153,7 +155,12 @@ def test_a_killed_process_comes_back_within_seconds(guest: Guest, name: str) -> 
 
 def test_everything_the_desktop_user_runs_killed_at_once_comes_back(guest: Guest) -> None:
     for service in SERVICES.values():
-        wait_until(partial(service.answers, guest), BACK_LIMIT_S, f"{service.name} to answer before the test")
+        wait_for(
+            partial(service.answers, guest),
+            f"{service.name} to answer before the test",
+            timeout=BACK_LIMIT_S,
+            every=0.1,
+        )
     before = len(restarts(guest))
     old = {name: pids(guest, *service.pattern) for name, service in SERVICES.items()}
     supervisor = pids(guest, "-x", "runsvdir")

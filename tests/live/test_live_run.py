@@ -35,9 +35,9 @@ import httpx
 import pytest
 
 from tests.episode.runs import BUNDLED, Run, bundled_task
-from tests.support.browser import Chromium, Tab, wait_for
+from tests.support.browser import Chromium, Tab
 from tests.support.model_server import ModelServer, RecordedRequest, Reply, Status
-from tests.support.polling import poll_until
+from tests.support.polling import poll_until, wait_for
 
 pytestmark = pytest.mark.docker
 

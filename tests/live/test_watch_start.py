@@ -12,7 +12,8 @@ from pytest_osworld.live.channel import Channel
 from pytest_osworld.live.server import LiveServer
 from pytest_osworld.live.state import LiveState
 from pytest_osworld.settings.address import LiveAddress
-from tests.support.browser import Chromium, wait_for
+from tests.support.browser import Chromium
+from tests.support.polling import wait_for
 
 # A stand-in for noVNC's RFB class: enough for watch.js to construct and drive it.
 WORKING_RFB = "export default class RFB extends EventTarget { disconnect() {} focus() {} }\n"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 from typing import Any
 
 # Before Ray is imported: a cluster that listens on 127.0.0.1 only is this machine alone (connect.py).
@@ -91,15 +90,3 @@ class TestCluster:
 
 def run_id(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(4)}"
-
-
-def eventually(check: Any, *, timeout: float, what: str) -> Any:
-    """Poll ``check()`` until it returns something true; its value. Fails naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what}: not within {timeout:g} s")
-        time.sleep(0.2)  # poll interval

@@ -6,19 +6,9 @@ import docker
 import pytest
 
 from tests.sandbox import support
+from tests.sandbox.sessions import GUEST_TESTS
 
 pytestmark = pytest.mark.docker
-
-GUEST_TESTS = """
-import httpx
-
-def check(sandbox):
-    assert sandbox.alive()
-    answer = httpx.get(sandbox.api_url + "/platform", trust_env=False, timeout=60)
-    assert answer.status_code == 200 and answer.text == "Linux", answer.text
-    shot = httpx.get(sandbox.api_url + "/screenshot", trust_env=False, timeout=60)
-    assert shot.status_code == 200 and shot.content[:4] == b"\\x89PNG"
-"""
 
 
 def many_tests(count: int) -> str:

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import docker
 import pytest
 
 from tests.sandbox import support
-from tests.sandbox.test_interrupts import start_session, wait_holding
+from tests.sandbox.sessions import cleanup, start_session, wait_holding
 
 pytestmark = pytest.mark.docker
 
@@ -26,12 +24,6 @@ def leave_a_container(pytester: pytest.Pytester, engine: docker.DockerClient, ru
     process.communicate(timeout=30)
     assert engine.containers.get(container_id).status == "running"
     return container_id
-
-
-def cleanup(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_osworld.cli", "cleanup", *args], capture_output=True, text=True, timeout=120
-    )
 
 
 def test_leftover_reported_then_cleaned(

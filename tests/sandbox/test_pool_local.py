@@ -20,8 +20,7 @@ import pytest
 from pytest_osworld.sandbox import EngineHost, list_managed
 from tests.episode.runs import BUNDLED, run_tasks
 from tests.sandbox import support
-from tests.sandbox.test_interrupts import finish, start_session, wait_holding
-from tests.sandbox.test_leftovers import cleanup
+from tests.sandbox.sessions import cleanup, finish, start_session, wait_holding
 
 pytestmark = pytest.mark.docker
 

@@ -38,8 +38,9 @@ from pytest_osworld.sandbox.ray.provider import RaySandbox
 from pytest_osworld.settings import Settings
 from tests.episode.runs import BUNDLED, Run, run_tasks
 from tests.sandbox import support
-from tests.sandbox.ray_cluster import SLOT, TestCluster, eventually, run_id
+from tests.sandbox.ray_cluster import SLOT, TestCluster, run_id
 from tests.support.paths import REPO
+from tests.support.polling import wait_for
 
 # One lane (tests/support/xdist_groups.py): the module's tests share one cluster, started once.
 pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("ray")]
@@ -131,7 +132,7 @@ class NodeKiller(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.task = eventually(self._a_task_on_the_node, timeout=600, what="a task holding a sandbox on the node")
+            self.task = wait_for(self._a_task_on_the_node, "a task holding a sandbox on the node", timeout=600)
             self.cluster.remove_node(self.node)
             self.killed.set()
         except BaseException as exc:  # noqa: BLE001 - reported by the test
@@ -267,7 +268,7 @@ def test_ray_places_by_slots_waits_for_one_and_uses_a_node_that_joins(
         got: list[RaySandbox] = []
         waiter = threading.Thread(target=lambda: got.append(provider.start(task_key="os/t7")))  # type: ignore[arg-type]
         waiter.start()
-        eventually(lambda: _pending_groups(provider), timeout=30, what="the seventh waiting for a slot")
+        wait_for(lambda: _pending_groups(provider), "the seventh waiting for a slot", timeout=30)
         joiner = cluster.add_node()
         waiter.join(60)
         [late] = got
@@ -277,7 +278,7 @@ def test_ray_places_by_slots_waits_for_one_and_uses_a_node_that_joins(
         # That node is lost: Ray tells it, the sandbox is not alive and lost names the node, its container goes.
         name = late.describe()["name"]
         cluster.remove_node(joiner)
-        eventually(lambda: not late.alive(), timeout=30, what="the lost node's sandbox reported not alive")
+        wait_for(lambda: not late.alive(), "the lost node's sandbox reported not alive", timeout=30)
         lost = str(late.lost("GET /platform: no answer"))
         assert f"on Ray node {joiner.node_id} (127.0.0.1) was lost" in lost and "Ray reports the node dead" in lost
         # Nothing listens at its address any more (a plain socket: an earlier in-process pytest run may
@@ -286,10 +287,10 @@ def test_ray_places_by_slots_waits_for_one_and_uses_a_node_that_joins(
         with pytest.raises(OSError):
             socket.create_connection((address.host, address.port or 80), timeout=5).close()
         late.stop()
-        eventually(
+        wait_for(
             lambda: name not in support.run_containers(engine, owner.run_id),
+            "the lost node's container swept by a live node's agent",
             timeout=30,
-            what="the lost node's container swept by a live node's agent",
         )
     finally:
         for sandbox in held:
@@ -327,28 +328,28 @@ def test_the_runs_process_killed_ends_the_run_on_every_node(
         start_new_session=True,
     )
     try:
-        pooled = eventually(
+        pooled = wait_for(
             lambda: len(support.run_containers(engine, name)) >= 3 and support.run_containers(engine, name),
+            f"a warm sandbox on each good node ({(tmp_path / 'owner.out').read_text()})",
             timeout=120,
-            what=f"a warm sandbox on each good node ({(tmp_path / 'owner.out').read_text()})",
         )
         labels = {engine.containers.get(c).labels.get("io.pytest-osworld.pool") for c in pooled}
         assert labels == {"stand-in"}  # the sweep knows them as pooled
         os.killpg(owner.pid, signal.SIGKILL)  # no teardown can run in the run's process
         owner.wait(30)
-        eventually(
+        wait_for(
             lambda: support.run_containers(engine, name) == [],
+            "the agents ending the run without their owner's heartbeat",
             timeout=30,
-            what="the agents ending the run without their owner's heartbeat",
         )
         ray = ray_connect.connect(cluster.address, None)
         try:
-            eventually(
+            wait_for(
                 lambda: (
                     not [a for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"].endswith(name)]
                 ),
+                "the run's agents gone",
                 timeout=30,
-                what="the run's agents gone",
             )
         finally:
             ray_connect.release()

@@ -19,7 +19,7 @@ import docker
 import pytest
 
 from tests.sandbox import support
-from tests.sandbox.test_fixtures import GUEST_TESTS
+from tests.sandbox.sessions import GUEST_TESTS
 
 pytestmark = pytest.mark.docker
 

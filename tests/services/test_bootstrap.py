@@ -10,8 +10,7 @@ import pytest
 from pytest_osworld.sandbox import parse_hosts
 from pytest_osworld.services import BUILTIN, ServiceConfigError, merge
 from pytest_osworld.services.pool import ServiceError, remove_services
-from tests.services.test_pool import make_pool, state_url
-from tests.support.services import run_leftovers
+from tests.support.services import make_pool, run_leftovers, state_url
 
 # Like GitLab's root token: the bootstrap reads a value passed from this process's environment and
 # leaves it in the service (here: echo's state under the cookie "boot"); each run is counted in a file.

@@ -16,24 +16,10 @@ import httpx
 import pytest
 
 from pytest_osworld.locks import FairLock
-from pytest_osworld.sandbox import Owner, parse_hosts, sweep_run
-from pytest_osworld.services import BUILTIN, merge
+from pytest_osworld.sandbox import parse_hosts, sweep_run
 from pytest_osworld.services.naming import network_name
-from pytest_osworld.services.pool import ServiceError, ServicePool, remove_services
-from tests.support.services import run_leftovers
-
-
-def make_pool(run_id: str, entries: dict[str, object] | None = None, restarts: int = 1) -> ServicePool:
-    host = parse_hosts([])[0]
-    return ServicePool(
-        merge(BUILTIN, entries or {}), host=host, owner=Owner(run_id=run_id), suffix="osworld.test", restarts=restarts
-    )
-
-
-def state_url(pool: ServicePool, cookie: str) -> str:
-    base = pool.attach("echo").url(8000)
-    assert base is not None
-    return f"{base}/api/state?cookie={cookie}"
+from pytest_osworld.services.pool import ServiceError, remove_services
+from tests.support.services import make_pool, run_leftovers, state_url
 
 
 @pytest.mark.docker

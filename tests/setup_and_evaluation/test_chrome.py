@@ -15,17 +15,12 @@ from pytest_osworld.guest.devtools import DevTools
 from pytest_osworld.setup.assets import HISTORY_EMPTY_URL
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.steps import run_setup
-from tests.setup_and_evaluation.test_setup_steps import steps, wait_for
+from tests.setup_and_evaluation.steps import START_CHROME, steps
 from tests.support.desktop import Desktop, FileServer, bridge_gateway, file_server
 from tests.support.desktop_fixtures import make_context
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.docker
-
-# How OSWorld's chrome tasks start the browser (their config's first steps).
-START_CHROME = (
-    {"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}},
-    {"type": "launch", "parameters": {"command": ["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]}},
-)
 
 PAGES = {
     "one.html": "<html><head><title>Page One</title></head><body><p id='v'>first value</p></body></html>",
@@ -253,9 +248,11 @@ def _empty_history_from_chrome(ctx: TaskContext, tmp_path: Path) -> Path:
     """An empty History database written by the image's own browser (upstream ships one like it)."""
     run_setup(ctx, steps(*START_CHROME))
     DevTools(ctx.devtools_url).wait_available()
-    wait_for(lambda: ctx.guest.file("~/.config/google-chrome/Default/History") is not None, what="History file")
+    wait_for(
+        lambda: ctx.guest.file("~/.config/google-chrome/Default/History") is not None, "History file", timeout=30.0
+    )
     ctx.guest.execute(["pkill", "-f", "remote-debugging-port=1337"])
-    wait_for(lambda: not DevTools(ctx.devtools_url).available(), what="browser gone")
+    wait_for(lambda: not DevTools(ctx.devtools_url).available(), "browser gone", timeout=30.0)
     local = tmp_path / "history_empty.sqlite"
     history = ctx.guest.file("~/.config/google-chrome/Default/History")
     assert history is not None

@@ -14,9 +14,9 @@ import pytest
 
 from pytest_osworld.evaluation.getters import GETTERS, get_getter, getter_unavailable_reason
 from pytest_osworld.setup.context import TaskContext
-from tests.setup_and_evaluation.test_setup_steps import wait_for
 from tests.support.desktop import Desktop
 from tests.support.desktop_fixtures import make_context
+from tests.support.polling import wait_for
 
 TEST_SMALL_GETTERS = {
     "vm_file",
@@ -145,7 +145,7 @@ def test_commands_terminal_and_tree(shared_desktop: Desktop, tmp_path: Path) -> 
 def test_window_size(fresh_desktop: Desktop, tmp_path: Path) -> None:
     ctx = make_context(fresh_desktop, tmp_path)
     ctx.guest.launch(["xmessage", "-geometry", "300x120", "-title", "sized", "hello"])
-    wait_for(lambda: call(ctx, "vm_window_size", app_class_name="Xmessage") is not None, what="window")
+    wait_for(lambda: call(ctx, "vm_window_size", app_class_name="Xmessage") is not None, "window", timeout=30.0)
     assert call(ctx, "vm_window_size", app_class_name="xmessage") == {"width": 300, "height": 120}
 
 
@@ -283,7 +283,7 @@ def test_vlc_playing_info(fresh_desktop: Desktop, tmp_path: Path) -> None:
     # VLC's HTTP interface stands in: same port, same password, same status path.
     ctx.guest.upload("/tmp/vlc_stand_in.py", VLC_STAND_IN.encode())
     ctx.guest.launch(["python3", "/tmp/vlc_stand_in.py"])
-    wait_for(lambda: call(ctx, "vlc_playing_info", dest="status.xml") is not None, what="VLC interface")
+    wait_for(lambda: call(ctx, "vlc_playing_info", dest="status.xml") is not None, "VLC interface", timeout=30.0)
     assert Path(tmp_path / "cache" / "status.xml").read_text() == "<root><state>playing</state><information/></root>"
 
 

@@ -24,8 +24,7 @@ from pytest_osworld.guest.devtools import DevTools
 from pytest_osworld.setup import steps as setup_steps
 from pytest_osworld.setup.errors import SetupError
 from pytest_osworld.setup.steps import run_setup
-from tests.setup_and_evaluation.test_chrome import START_CHROME
-from tests.setup_and_evaluation.test_setup_steps import steps
+from tests.setup_and_evaluation.steps import START_CHROME, steps
 from tests.support.desktop import Desktop, bridge_gateway, desktop
 from tests.support.desktop_fixtures import make_context
 

@@ -28,7 +28,7 @@ from pytest_osworld.setup.assets import AssetCache
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.steps import run_setup
 from pytest_osworld.tasks.model import Task
-from tests.setup_and_evaluation.test_setup_steps import steps
+from tests.setup_and_evaluation.steps import steps
 from tests.support.desktop import Desktop, FileServer, bridge_gateway, desktop, file_server
 from tests.support.desktop_fixtures import make_context
 from tests.support.loopback import loopback_http

@@ -4,38 +4,24 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PIL import Image
-from pydantic import TypeAdapter
 
 from pytest_osworld.evaluation.getters import get_getter
 from pytest_osworld.setup.context import TaskContext
 from pytest_osworld.setup.errors import SetupError
 from pytest_osworld.setup.steps import HANDLERS, SUPPORTED_STEP_TYPES, run_setup
-from pytest_osworld.tasks.model import STEP_TYPES, SetupStep
+from pytest_osworld.tasks.model import STEP_TYPES
+from tests.setup_and_evaluation.steps import steps
 from tests.support.desktop import Desktop, file_server
 from tests.support.desktop_fixtures import make_context
-
-STEPS = TypeAdapter(list[SetupStep])
-
-
-def steps(*raw: dict[str, Any]) -> list[Any]:
-    return STEPS.validate_python(list(raw))
+from tests.support.polling import wait_for
 
 
 def windows(ctx: TaskContext) -> list[str]:
     return ctx.guest.execute(["wmctrl", "-l"]).output.splitlines()
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not met within {timeout:g} s"
-        time.sleep(0.2)  # poll the guest
 
 
 def test_every_step_type_has_a_handler() -> None:
@@ -247,22 +233,22 @@ def test_launch_activate_and_close_windows(fresh_desktop: Desktop, tmp_path: Pat
             {"type": "launch", "parameters": {"command": "xmessage -title beta-win beta", "shell": True}},
         ),
     )
-    wait_for(lambda: sum("-win" in w for w in windows(ctx)) == 2, what="two windows")
+    wait_for(lambda: sum("-win" in w for w in windows(ctx)) == 2, "two windows", timeout=30.0)
 
     def active() -> str:
         return ctx.guest.execute(["xdotool", "getactivewindow", "getwindowname"]).output.strip()
 
     run_setup(ctx, steps({"type": "activate_window", "parameters": {"window_name": "alpha-win"}}))
-    wait_for(lambda: active() == "alpha-win", what="alpha active")
+    wait_for(lambda: active() == "alpha-win", "alpha active", timeout=30.0)
     run_setup(ctx, steps({"type": "activate_window", "parameters": {"window_name": "beta-win", "strict": True}}))
-    wait_for(lambda: active() == "beta-win", what="beta active")
+    wait_for(lambda: active() == "beta-win", "beta active", timeout=30.0)
     records = run_setup(ctx, steps({"type": "activate_window", "parameters": {"window_name": "gamma-win"}}))
     assert records[0].ok  # no such window: ignored, as upstream's guest does
     run_setup(ctx, steps({"type": "close_window", "parameters": {"window_name": "alpha-win"}}))
-    wait_for(lambda: not any("alpha-win" in w for w in windows(ctx)), what="alpha closed")
+    wait_for(lambda: not any("alpha-win" in w for w in windows(ctx)), "alpha closed", timeout=30.0)
     assert any("beta-win" in w for w in windows(ctx))
     run_setup(ctx, steps({"type": "close_window", "parameters": {"window_name": "Xmessage", "by_class": True}}))
-    wait_for(lambda: not any("-win" in w for w in windows(ctx)), what="all closed")
+    wait_for(lambda: not any("-win" in w for w in windows(ctx)), "all closed", timeout=30.0)
 
 
 @pytest.mark.docker

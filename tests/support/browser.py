@@ -10,30 +10,15 @@ import base64
 import re
 import shutil
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from pytest_osworld.guest.devtools import CdpSession, DevTools
+from tests.support.polling import wait_for
 
 _LISTENING = re.compile(r"DevTools listening on (ws://[^\s]+)")
-T = TypeVar("T")
-
-
-def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 90.0, every: float = 0.2) -> T:
-    """Poll ``probe`` until it gives something truthy; fail saying ``what`` did not happen. The default
-    bound is generous: a suite on two busy cores runs everything slower, and a ready probe returns at once."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(every)
-    pytest.fail(f"{what}: not within {timeout:g} s (last seen: {last!r})", pytrace=False)
 
 
 class Tab:

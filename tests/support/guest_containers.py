@@ -7,23 +7,21 @@ chosen by Docker and read back), and is removed by its owner whatever happened.
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import docker
 import docker.errors
 import httpx
 import pytest
 
+from tests.support.polling import poll_until, wait_for
+
 GUEST_PORT = 5000
 DEVTOOLS_PORT = 9222
 VNC_PORT = 8006
 READY_TIMEOUT_S = 90.0
 LABELS = {"io.pytest-osworld.managed": "1", "io.pytest-osworld.test": "guest"}
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -65,19 +63,16 @@ class Guest:
             result = self.execute(["wmctrl", "-l"])
             return None if "BadWindow" in str(result.get("error", "")) else result
 
-        result = wait_until(listing, 10.0, "a window listing no window vanished from")
+        result = wait_for(listing, "a window listing no window vanished from", timeout=10.0, every=0.1)
         assert result["returncode"] == 0, result
         lines = str(result["output"]).splitlines()
         return [line.split(None, 3)[3] if len(line.split(None, 3)) == 4 else "" for line in lines]
 
     def find_window(self, fragment: str, timeout: float) -> str | None:
         """The title of a window titled like ``fragment`` once there is one; None after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            title = next((t for t in self.window_titles() if fragment in t), None)
-            if title is not None or time.monotonic() >= deadline:
-                return title
-            time.sleep(0.1)  # poll interval
+        return poll_until(
+            lambda: next((t for t in self.window_titles() if fragment in t), None), bool, timeout, every=0.1
+        )
 
     def wait_for_window(self, fragment: str, timeout: float = 60.0) -> str:
         title = self.find_window(fragment, timeout)
@@ -96,18 +91,6 @@ class Guest:
             self.container.remove(force=True)
 
 
-def wait_until(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
-    """Poll ``check`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)  # poll interval
-
-
 def start_guest(client: docker.DockerClient, image: str, environment: dict[str, str] | None = None) -> Guest:
     container = client.containers.run(
         image,
@@ -121,7 +104,7 @@ def start_guest(client: docker.DockerClient, image: str, environment: dict[str, 
         published = container.attrs["NetworkSettings"]["Ports"]
         ports = {port: int(published[f"{port}/tcp"][0]["HostPort"]) for port in (GUEST_PORT, DEVTOOLS_PORT, VNC_PORT)}
         guest = Guest(container, ports)
-        wait_until(lambda: _screenshot_ready(guest), READY_TIMEOUT_S, "the guest server")
+        wait_for(lambda: _screenshot_ready(guest), "the guest server", timeout=READY_TIMEOUT_S, every=0.1)
         return guest
     except BaseException:
         container.remove(force=True)

@@ -1,5 +1,8 @@
-"""Polling that does not fail: a probe's value once it is enough, or its last value when time runs out
-(the caller judges it). For a wait that must succeed, use ``wait_until`` or the browser's ``wait_for``."""
+"""Polling, the suite's one way to wait for something to happen.
+
+``wait_for``: a wait that must succeed (the test fails naming what did not happen and the last value
+seen). ``poll_until``: one that may not (its last value when time runs out; the caller judges it).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,23 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import pytest
+
 T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 90.0, every: float = 0.2) -> T:
+    """``probe``'s first truthy value; fails saying ``what`` did not happen within ``timeout`` seconds.
+    The default bound is generous: a suite on two busy cores runs everything slower, and a ready probe
+    returns at once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            pytest.fail(f"{what}: not within {timeout:g} s (last seen: {value!r})", pytrace=False)
+        time.sleep(every)
 
 
 def poll_until(probe: Callable[[], T], enough: Callable[[T], bool], timeout: float, every: float = 0.2) -> T:

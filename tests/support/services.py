@@ -18,9 +18,11 @@ from typing import Any
 import docker
 
 from pytest_osworld.guest.client import GuestClient
-from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_RUN_ID
+from pytest_osworld.sandbox import LABEL_MANAGED, LABEL_RUN_ID, Owner, parse_hosts
 from pytest_osworld.servers import IMAGE_PACKAGE
+from pytest_osworld.services import BUILTIN, merge
 from pytest_osworld.services.access import ServiceAccess
+from pytest_osworld.services.pool import ServicePool
 from pytest_osworld.settings import Settings
 from pytest_osworld.setup.assets import AssetCache
 from pytest_osworld.setup.context import TaskContext
@@ -89,3 +91,16 @@ def run_leftovers(engine: docker.DockerClient, run_id: str) -> tuple[list[str], 
     containers = [c.name for c in engine.containers.list(all=True, filters=labels)]
     networks = [n.name for n in engine.networks.list(filters=labels)]
     return containers, networks
+
+
+def make_pool(run_id: str, entries: dict[str, object] | None = None, restarts: int = 1) -> ServicePool:
+    host = parse_hosts([])[0]
+    return ServicePool(
+        merge(BUILTIN, entries or {}), host=host, owner=Owner(run_id=run_id), suffix="osworld.test", restarts=restarts
+    )
+
+
+def state_url(pool: ServicePool, cookie: str) -> str:
+    base = pool.attach("echo").url(8000)
+    assert base is not None
+    return f"{base}/api/state?cookie={cookie}"
