@@ -190,3 +190,31 @@ def test_the_modules_outside_the_plugin_that_import_pytest_are_the_documented_ex
     documented = {name for name in re.findall(r"`([^`]+\.py)`", intro) if (PACKAGE / name).is_file()}
     actual = {path for path in module_files() if not path.startswith("plugin/") and imports_pytest(PACKAGE / path)}
     assert documented == actual, "docs/architecture.md's exceptions to 'plain modules know nothing of pytest'"
+
+
+MODULE_LINES = 700  # docs/architecture.md, "Modules"
+UPSTREAM_LAYOUT = "evaluation/metrics/"  # the modules that keep upstream's layout may be longer
+
+
+def long_modules(package: Path) -> list[str]:
+    """Modules of ``package`` over ``MODULE_LINES`` lines, but for those that keep upstream's layout."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        inside = path.relative_to(package).as_posix()
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MODULE_LINES and not inside.startswith(UPSTREAM_LAYOUT):
+            found.append(f"{inside}: {lines} lines")
+    return found
+
+
+def test_no_module_is_over_the_documented_size() -> None:
+    assert f"none is over {MODULE_LINES} lines" in " ".join(section("Modules").split())
+    assert long_modules(PACKAGE) == []
+
+
+def test_a_long_module_is_named_unless_it_keeps_upstreams_layout(tmp_path: Path) -> None:
+    (tmp_path / "evaluation" / "metrics").mkdir(parents=True)
+    (tmp_path / "evaluation" / "metrics" / "docs.py").write_text("x = 1\n" * 900)
+    (tmp_path / "episode.py").write_text("x = 1\n" * 701)
+    (tmp_path / "short.py").write_text("x = 1\n" * 700)
+    assert long_modules(tmp_path) == ["episode.py: 701 lines"]
