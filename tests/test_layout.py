@@ -17,8 +17,12 @@ def imports_of_test_modules(root: Path = TESTS) -> list[str]:
         if any(part.endswith("_data") for part in path.relative_to(root).parts):
             continue  # task files the tests read, not the tests' code (one is broken on purpose)
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
             for name in names:
                 if name.split(".")[-1].startswith("test_"):
                     found.append(f"{path.relative_to(root)}:{node.lineno} {name}")

@@ -328,8 +328,13 @@ def test_the_runs_process_killed_ends_the_run_on_every_node(
         start_new_session=True,
     )
     try:
+
+        def three_or_more() -> list[str] | None:
+            found = support.run_containers(engine, name)
+            return found if len(found) >= 3 else None
+
         pooled = wait_for(
-            lambda: len(support.run_containers(engine, name)) >= 3 and support.run_containers(engine, name),
+            three_or_more,
             f"a warm sandbox on each good node ({(tmp_path / 'owner.out').read_text()})",
             timeout=120,
         )
