@@ -17,8 +17,8 @@ def imports_of_test_modules(root: Path = TESTS) -> list[str]:
         if any(part.endswith("_data") for part in path.relative_to(root).parts):
             continue  # task files the tests read, not the tests' code (one is broken on purpose)
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
+            if isinstance(node, ast.ImportFrom):  # the module, and what is taken from it (a module or a test)
+                names = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             else:
@@ -37,6 +37,11 @@ def test_an_import_of_a_test_module_is_found(tmp_path: Path) -> None:
     (tmp_path / "test_a.py").write_text("def helper() -> int:\n    return 1\n")
     (tmp_path / "test_b.py").write_text("import os\n\nfrom tests.x.test_a import helper\n")
     (tmp_path / "support.py").write_text("import tests.x.test_a\n")
+    (tmp_path / "helpers.py").write_text("from tests.x import test_a\n")
     (tmp_path / "v2_data").mkdir()
     (tmp_path / "v2_data" / "task_1.py").write_text("from tests.x.test_a import (\n")  # data, and broken
-    assert imports_of_test_modules(tmp_path) == ["support.py:1 tests.x.test_a", "test_b.py:3 tests.x.test_a"]
+    assert imports_of_test_modules(tmp_path) == [
+        "helpers.py:1 tests.x.test_a",
+        "support.py:1 tests.x.test_a",
+        "test_b.py:3 tests.x.test_a",
+    ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -22,6 +23,10 @@ from tests.sandbox.pool_support import GuestProvider, GuestSandbox
 from tests.support.polling import wait_for
 
 KEY = PoolKey("desktop")
+
+
+# The pool's own threads answer in milliseconds: poll often, fail soon.
+soon = partial(wait_for, timeout=10.0, every=0.01)
 
 
 @pytest.fixture
@@ -57,8 +62,8 @@ def test_a_full_pool_hands_out_a_checked_sandbox_and_refills_behind_it(
     inner = sandbox.inner
     assert isinstance(inner, GuestSandbox)
     assert CLAIM_MARK in inner.guest.made  # marked as had by a task
-    wait_for(
-        lambda: pooled.pool.ready_count(KEY) == 2, "pooled.pool.ready_count(KEY) == 2", timeout=10.0, every=0.01
+    soon(
+        lambda: pooled.pool.ready_count(KEY) == 2, "pooled.pool.ready_count(KEY) == 2"
     )  # a refill started behind the claim
     assert len(guests.started) == 3
     sandbox.stop()
@@ -73,7 +78,7 @@ def test_a_claim_on_an_empty_pool_waits_for_the_filler_and_says_so(guests: Guest
         got: list[PooledSandbox] = []
         claimer = threading.Thread(target=lambda: got.append(pooled.start(task_key="t")))  # type: ignore[arg-type]
         claimer.start()
-        wait_for(lambda: pooled.pool.counts()["waiting"] == 1, "one claim waiting", timeout=10.0, every=0.01)
+        soon(lambda: pooled.pool.counts()["waiting"] == 1, "one claim waiting")
         guests.gate.set()
         claimer.join(10)
         [sandbox] = got
@@ -97,16 +102,12 @@ def test_once_the_provider_is_prepared_the_pool_starts_several_at_once(guests: G
         time.sleep(0.2)  # while the provider prepares, nothing starts
         assert guests.concurrent == 0 and guests.prepared == 0
         guests.preparing.set()
-        wait_for(
-            lambda: guests.concurrent == 3, "guests.concurrent == 3", timeout=10.0, every=0.01
-        )  # then the three of the pool start at once
+        soon(lambda: guests.concurrent == 3, "guests.concurrent == 3")  # then the three of the pool start at once
         guests.gate.set()
         assert pooled.pool.wait_full(KEY, timeout=10)
         guests.gate.clear()
         taken = [pooled.start(task_key=f"t{i}") for i in range(3)]
-        wait_for(
-            lambda: guests.concurrent == 3, "guests.concurrent == 3", timeout=10.0, every=0.01
-        )  # and the refills behind three claims
+        soon(lambda: guests.concurrent == 3, "guests.concurrent == 3")  # and the refills behind three claims
         guests.gate.set()
         assert pooled.pool.wait_full(KEY, timeout=10)
         assert guests.prepared == 1 and guests.most_concurrent == 3
@@ -135,7 +136,7 @@ def test_a_failed_start_goes_to_the_waiting_claim_and_is_not_retried_in_a_loop(g
     try:
         with pytest.raises(SandboxError, match="no space left"):
             pooled.start(task_key="t")
-        wait_for(lambda: pooled.pool.counts()["starting"] == 0, "no start under way", timeout=10.0, every=0.01)
+        soon(lambda: pooled.pool.counts()["starting"] == 0, "no start under way")
         attempts = guests.concurrent + len(guests.started)
         time.sleep(0.3)  # the filler stays idle: nothing asks for that key until the next claim
         assert pooled.pool.counts()["starting"] == 0 and guests.concurrent + len(guests.started) == attempts
@@ -157,7 +158,7 @@ def test_a_sandbox_failing_its_check_is_destroyed_and_the_next_taken(
     claimed: list[Any] = []
     claim = threading.Thread(target=lambda: claimed.append(pooled.start(task_key="t")))
     claim.start()
-    wait_for(lambda: all(s.stopped for s in bad), "all(s.stopped for s in bad)", timeout=10.0, every=0.01)
+    soon(lambda: all(s.stopped for s in bad), "all(s.stopped for s in bad)")
     guests.gate.set()
     claim.join(10)
     (got,) = claimed
@@ -214,7 +215,7 @@ def test_closing_shrinks_to_zero_with_a_start_under_way(guests: GuestProvider) -
     assert pooled.pool.wait_full(KEY, timeout=10)
     guests.gate = threading.Event()
     taken = guest_of(pooled.start(task_key="t"))  # a refill starts and is held at the gate
-    wait_for(lambda: guests.concurrent == 1, "guests.concurrent == 1", timeout=10.0, every=0.01)
+    soon(lambda: guests.concurrent == 1, "guests.concurrent == 1")
     waiting: list[BaseException] = []
 
     def claim_twice() -> None:
@@ -226,7 +227,7 @@ def test_closing_shrinks_to_zero_with_a_start_under_way(guests: GuestProvider) -
 
     claimer = threading.Thread(target=claim_twice)
     claimer.start()
-    wait_for(lambda: pooled.pool.counts()["waiting"] == 1, "one claim waiting", timeout=10.0, every=0.01)
+    soon(lambda: pooled.pool.counts()["waiting"] == 1, "one claim waiting")
     ending = threading.Thread(target=pooled.sweep, args=("run",))  # the run's end: the pool closes
     ending.start()
     claimer.join(10)

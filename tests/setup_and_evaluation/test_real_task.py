@@ -17,6 +17,7 @@ from pytest_osworld.tasks.readers import TaskEntry, read_split
 from tests.support.desktop import Desktop
 from tests.support.desktop_fixtures import make_context
 from tests.support.paths import shared_examples
+from tests.support.polling import poll_until
 
 pytestmark = pytest.mark.docker
 
@@ -74,6 +75,13 @@ ATTEMPTS = 3
 SAVE_WAIT_S = 30.0
 
 
+def saved_value(ctx: Any) -> Any:
+    """E3 as saved, once Calc's question about the format (when it asks) is answered: keep xlsx."""
+    if "Confirm File Format" in ctx.guest.execute(["wmctrl", "-l"]).output:
+        ctx.guest.run_pyautogui("pyautogui.press('enter')")
+    return cell(ctx, "E3")
+
+
 def answer_and_save(ctx: Any, attempt_shots: Path) -> Any:
     """E3's saved value after the answer's steps. On an engine loaded by a whole suite a keystroke can be
     lost while Calc is busy (seen: the file never saved): after a wait the steps are taken again, as an
@@ -84,11 +92,7 @@ def answer_and_save(ctx: Any, attempt_shots: Path) -> Any:
             done = ctx.guest.run_pyautogui(action)
             assert done.returncode == 0, done.error
             time.sleep(STEP_PAUSE_S)
-        deadline = time.monotonic() + SAVE_WAIT_S
-        while (value := cell(ctx, "E3")) != 191.6667 and time.monotonic() < deadline:
-            if "Confirm File Format" in ctx.guest.execute(["wmctrl", "-l"]).output:
-                ctx.guest.run_pyautogui("pyautogui.press('enter')")  # keep the xlsx format
-            time.sleep(0.5)  # poll the saved file
+        value = poll_until(lambda: saved_value(ctx), lambda v: v == 191.6667, SAVE_WAIT_S, every=0.5)
         if value == 191.6667:
             return value
         (attempt_shots / f"unsaved-{attempt}.png").write_bytes(ctx.guest.screenshot())
